@@ -1,0 +1,78 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+)
+
+// Attachment is one attachment with what decides whether it may be downloaded.
+type Attachment struct {
+	AttachmentSummary
+	InboxUUID   string
+	MessageUUID string
+	Quarantined bool
+	AVClean     bool // no protection verdict, or antivirus status clean
+	Retired     bool // the inbox was deleted
+}
+
+// Downloadable reports whether the attachment's bytes may leave the server: never from a
+// quarantined message or one whose antivirus verdict is not clean.
+func (a *Attachment) Downloadable() bool { return !a.Quarantined && a.AVClean && !a.Retired }
+
+const attachmentQuery = `SELECT a.id, a.uuid, a.filename, a.content_type, a.size, i.uuid, m.uuid, m.quarantined, m.protection, i.retired_at IS NOT NULL
+	FROM attachments a JOIN messages m ON m.id = a.message_id JOIN inboxes i ON i.id = m.inbox_id`
+
+func scanAttachment(row *sql.Row) (*Attachment, error) {
+	var (
+		a    Attachment
+		prot sql.NullString
+	)
+	if err := row.Scan(&a.ID, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size, &a.InboxUUID, &a.MessageUUID, &a.Quarantined, &prot, &a.Retired); err != nil {
+		return nil, err
+	}
+	a.AVClean = true
+	if prot.Valid {
+		var p Protection
+		if err := json.Unmarshal([]byte(prot.String), &p); err != nil {
+			return nil, err
+		}
+		a.AVClean = p.Antivirus.Status == "" || p.Antivirus.Status == "clean"
+	}
+	return &a, nil
+}
+
+// GetAttachment returns an attachment of a message of an inbox.
+//
+// Errors: not_found.
+func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*Attachment, error) {
+	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE m.inbox_id = ? AND m.message_id = ? AND a.uuid = ?",
+		inboxID, messageID, attachmentID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ECodeNotFound, "attachment %s not found", attachmentID)
+	}
+	return a, storageError(err)
+}
+
+// AttachmentContent returns an attachment named by the ids a download URL carries, and
+// its bytes.
+//
+// Errors: not_found.
+func (s *Store) AttachmentContent(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*Attachment, []byte, error) {
+	var out *Attachment
+	var content []byte
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		a, err := scanAttachment(tx.QueryRowContext(ctx, attachmentQuery+" WHERE i.uuid = ? AND m.uuid = ? AND a.uuid = ?",
+			inboxUUID, messageUUID, attachmentID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ECodeNotFound, "attachment not found")
+		}
+		if err != nil {
+			return err
+		}
+		out = a
+		return tx.QueryRowContext(ctx, "SELECT content FROM attachments WHERE id = ?", a.ID).Scan(&content)
+	})
+	return out, content, err
+}

@@ -1,0 +1,275 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// NewInbox is an inbox to create.
+type NewInbox struct {
+	AccountID     string
+	Address       string // username@domain; lowercased here
+	DisplayName   string
+	Group         *string
+	DefaultDomain string // the server's own domain, always allowed
+	// Fixture loading sets these: a chosen delivery status, and no plan or quota checks
+	// (a fixture describes a state, it does not buy inboxes).
+	DeliveryStatus string
+	Seeding        bool
+}
+
+const inboxColumns = "i.id, i.uuid, i.account_id, i.address, i.display_name, i.grp, i.delivery_status, i.setup_available, i.created_at, i.retired_at"
+
+func scanInbox(row interface{ Scan(...any) error }) (*Inbox, error) {
+	var (
+		in      Inbox
+		display sql.NullString
+		group   sql.NullString
+		created int64
+		retired sql.NullInt64
+	)
+	if err := row.Scan(&in.ID, &in.UUID, &in.AccountID, &in.Address, &display, &group, &in.DeliveryStatus, &in.SetupAvailable, &created, &retired); err != nil {
+		return nil, err
+	}
+	in.InboxID = in.Address
+	in.DisplayName = display.String
+	if group.Valid {
+		g := group.String
+		in.Group = &g
+	}
+	in.CreatedAt = fromMillis(created)
+	in.Retired = retired.Valid
+	return &in, nil
+}
+
+// CreateInbox reserves an address and makes it ready. Creating an address the account
+// already owns returns the existing inbox unchanged (group and display name kept) after
+// retrying setup; nothing is charged then.
+//
+// Errors: inbox_conflict (address of another account, or retired), inbox_limit (operator
+// quota), billing_limit (plan allowance), domain_not_ready (domain not served for the account).
+func (s *Store) CreateInbox(ctx context.Context, n NewInbox) (*Inbox, error) {
+	addr := strings.ToLower(n.Address)
+	_, domain, _ := strings.Cut(addr, "@")
+	status := n.DeliveryStatus
+	if status == "" {
+		status = DeliveryReady
+	}
+	now := s.Now()
+	var out *Inbox
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		existing, err := scanInbox(tx.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", addr))
+		switch {
+		case err == nil:
+			if existing.AccountID != n.AccountID || existing.Retired {
+				return Errorf(ECodeInboxConflict, "address %s is taken or retired and cannot be reused", addr)
+			}
+			if existing.DeliveryStatus == DeliveryPending && !n.Seeding {
+				// Routing is local to this server, so a retried setup always completes.
+				if _, err := tx.ExecContext(ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ?", DeliveryReady, existing.ID); err != nil {
+					return err
+				}
+				existing.DeliveryStatus = DeliveryReady
+			}
+			out = existing
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if domain != n.DefaultDomain {
+			var owner string
+			err := tx.QueryRowContext(ctx, "SELECT account_id FROM account_domains WHERE domain = ?", domain).Scan(&owner)
+			if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != n.AccountID) {
+				return Errorf(ECodeDomainNotReady, "domain: %s is not a domain this account can use", domain)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !n.Seeding {
+			if err := checkInboxAllowance(ctx, tx, n.AccountID); err != nil {
+				return err
+			}
+		}
+		in := &Inbox{
+			UUID: uuid.NewString(), AccountID: n.AccountID, InboxID: addr, Address: addr,
+			DisplayName: n.DisplayName, Group: n.Group, DeliveryStatus: status, SetupAvailable: true,
+			CreatedAt: Time{now.Truncate(1e6)},
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO inboxes(uuid, account_id, address, display_name, grp, delivery_status, setup_available, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?)`, in.UUID, in.AccountID, addr, nullString(n.DisplayName), n.Group, status, millis(now))
+		if err != nil {
+			return err
+		}
+		in.ID, err = res.LastInsertId()
+		out = in
+		return err
+	})
+	return out, err
+}
+
+func checkInboxAllowance(ctx context.Context, tx *sql.Tx, accountID string) error {
+	var (
+		count int64
+		quota sql.NullInt64
+		plan  string
+	)
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM inboxes WHERE account_id = ?1 AND retired_at IS NULL), inbox_quota, plan
+		FROM accounts WHERE id = ?1`, accountID).Scan(&count, &quota, &plan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(ECodeNotFound, "account %s not found", accountID)
+	}
+	if err != nil {
+		return err
+	}
+	if quota.Valid && count >= quota.Int64 {
+		return Errorf(ECodeInboxLimit, "the account's inbox quota of %d is reached", quota.Int64)
+	}
+	if p, ok := PlanByID(plan); ok && count >= p.Included.Inboxes {
+		return Errorf(ECodeBillingLimit, "the %s plan includes %d inboxes; upgrade to create more", p.PlanID, p.Included.Inboxes)
+	}
+	return nil
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// InboxByAddress returns an inbox of the account by its address (any case).
+//
+// Errors: not_found (unknown, or another account's), inbox_retired (deleted).
+func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (*Inbox, error) {
+	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", strings.ToLower(address)))
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && in.AccountID != accountID) {
+		return nil, Errorf(ECodeNotFound, "inbox %s not found", strings.ToLower(address))
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	if in.Retired {
+		return nil, Errorf(ECodeInboxRetired, "inbox %s was deleted", in.Address)
+	}
+	return in, nil
+}
+
+// InboxByRowID returns an inbox by its internal id, retired or not.
+//
+// Errors: not_found.
+func (s *Store) InboxByRowID(ctx context.Context, id int64) (*Inbox, error) {
+	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ECodeNotFound, "inbox not found")
+	}
+	return in, storageError(err)
+}
+
+// LocalInbox returns the inbox (of any account) at address, retired or not, for delivery.
+//
+// Errors: not_found.
+func (s *Store) LocalInbox(ctx context.Context, address string) (*Inbox, error) {
+	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", strings.ToLower(address)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ECodeNotFound, "no inbox at %s", address)
+	}
+	return in, storageError(err)
+}
+
+// ListInboxes returns one page of an account's live inboxes, oldest first.
+//
+// Errors: invalid_argument (page token).
+func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string, limit int, pageToken string) ([]Inbox, string, error) {
+	scopeParts := []string{"inboxes", accountID}
+	q := "SELECT " + inboxColumns + " FROM inboxes i WHERE i.account_id = ? AND i.retired_at IS NULL"
+	args := []any{accountID}
+	if group != nil {
+		scopeParts = append(scopeParts, "group", *group)
+		q += " AND i.grp = ?"
+		args = append(args, *group)
+	}
+	scope := listScope(scopeParts...)
+	c, err := s.decodeToken(pageToken, scope)
+	if err != nil {
+		return nil, "", err
+	}
+	if c != nil {
+		q += " AND (i.created_at, i.id) > (?, ?)"
+		args = append(args, c.TS, c.ID)
+	}
+	q += " ORDER BY i.created_at, i.id LIMIT " + strconv.Itoa(limit+1)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", storageError(err)
+	}
+	defer rows.Close()
+	out := []Inbox{}
+	for rows.Next() {
+		in, err := scanInbox(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, *in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", storageError(err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = s.encodeToken(scope, millis(last.CreatedAt.Time), last.ID)
+	}
+	return out, next, nil
+}
+
+// UpdateInboxGroup moves an inbox to a group, or out of any group when group is nil.
+func (s *Store) UpdateInboxGroup(ctx context.Context, in *Inbox, group *string) (*Inbox, error) {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET grp = ? WHERE id = ? AND retired_at IS NULL", group, in.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := *in
+	out.Group = group
+	return &out, nil
+}
+
+// FinishSetup completes delivery routing of a reserved inbox. Routing is local to this
+// server, so it always succeeds; calling it on a ready inbox is a no-op.
+func (s *Store) FinishSetup(ctx context.Context, in *Inbox) (*Inbox, error) {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ? AND retired_at IS NULL", DeliveryReady, in.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := *in
+	out.DeliveryStatus = DeliveryReady
+	return &out, nil
+}
+
+// DeleteInbox retires an inbox for good and deletes its mail, sends, queue rows and
+// mailbox keys in one transaction. The address stays reserved so it is never reused.
+func (s *Store) DeleteInbox(ctx context.Context, in *Inbox) error {
+	now := s.Now()
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			// Attachments, labels and queue rows go with their messages (ON DELETE CASCADE).
+			"DELETE FROM messages WHERE inbox_id = ?",
+			"DELETE FROM threads WHERE inbox_id = ?",
+			"DELETE FROM sends WHERE inbox_id = ?",
+			"DELETE FROM keys WHERE inbox_id = ?",
+		} {
+			if _, err := tx.ExecContext(ctx, q, in.ID); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET retired_at = ?, display_name = NULL, grp = NULL WHERE id = ?", millis(now), in.ID)
+		return err
+	})
+}

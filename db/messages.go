@@ -1,0 +1,602 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// NewMessage is a message to store: received mail after parsing and scanning, or a sent
+// message after composing.
+type NewMessage struct {
+	InboxID              int64 // inbox row id
+	MessageID            string
+	Direction            string // Received | Sent
+	From                 string
+	To, Cc, Bcc, ReplyTo []string
+	Subject              string
+	Text, HTML           string
+	Preview              string
+	Timestamp            time.Time
+	InReplyTo            string
+	References           []string
+	// ThreadCandidates are Message-IDs to thread onto, in header order (mail.ThreadCandidates);
+	// the one appearing latest that matches a stored, non-quarantined message of the inbox wins.
+	ThreadCandidates []string
+	// ThreadID, when set, puts the message in that thread (a reply joins its original's).
+	ThreadID    string
+	Labels      []string
+	Attachments []NewAttachment
+	Triage      *Triage
+	Protection  *Protection
+	Delivery    *Delivery
+	Raw         []byte
+}
+
+// NewAttachment is the content of one attachment to store.
+type NewAttachment struct {
+	Filename    string
+	ContentType string
+	Content     []byte
+}
+
+// Stored identifies a stored message. Existed is true when the inbox already held a
+// message with that Message-ID and nothing was written.
+type Stored struct {
+	RowID     int64
+	MessageID string
+	ThreadID  string
+	Existed   bool
+}
+
+// InitialLabels returns the labels a new message starts with: the system labels its
+// direction and quarantine imply, plus the extra ones, deduplicated and sorted. A
+// quarantined message carries only `quarantined`.
+func InitialLabels(direction string, quarantined bool, extra []string) []string {
+	if quarantined {
+		return []string{LabelQuarantined}
+	}
+	set := map[string]bool{}
+	if direction == Sent {
+		set[LabelSent] = true
+	} else {
+		set[LabelReceived] = true
+		set[LabelUnread] = true
+	}
+	for _, l := range extra {
+		if l != LabelQuarantined {
+			set[l] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Deliver stores messages in one transaction: all of them or none.
+func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error) {
+	out := make([]Stored, 0, len(msgs))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		for i := range msgs {
+			st, err := insertMessage(ctx, tx, &msgs[i])
+			if err != nil {
+				return err
+			}
+			out = append(out, st)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (n *NewMessage) quarantined() bool {
+	return n.Protection != nil && n.Protection.Status == ProtectionQuarantined
+}
+
+func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, error) {
+	var st Stored
+	err := tx.QueryRowContext(ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = ? AND m.message_id = ?`, n.InboxID, n.MessageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
+	if err == nil {
+		st.Existed = true
+		return st, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return st, err
+	}
+	threadRow, threadUUID, err := chooseThread(ctx, tx, n)
+	if err != nil {
+		return st, err
+	}
+	var triageJSON, protJSON, delivJSON sql.NullString
+	var cat, reply, urg sql.NullString
+	if n.Triage != nil {
+		triageJSON = jsonText(n.Triage)
+		if n.Triage.Status == TriageComplete {
+			cat, reply, urg = triageFilterColumns(n.Triage)
+		}
+	}
+	if n.Protection != nil {
+		protJSON = jsonText(n.Protection)
+	}
+	if n.Delivery != nil {
+		delivJSON = jsonText(n.Delivery)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO messages(uuid, inbox_id, thread_id, message_id, direction, ts, from_addr,
+		to_addrs, cc_addrs, bcc_addrs, reply_to, subject, preview, body_text, body_html, in_reply_to, refs, attachment_count,
+		quarantined, triage, tri_category, tri_reply, tri_urgency, protection, delivery, raw)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		uuid.NewString(), n.InboxID, threadRow, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
+		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview, n.Text, n.HTML,
+		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.quarantined(),
+		triageJSON, cat, reply, urg, protJSON, delivJSON, n.Raw)
+	if err != nil {
+		return st, err
+	}
+	rowID, err := res.LastInsertId()
+	if err != nil {
+		return st, err
+	}
+	for _, l := range n.Labels {
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) VALUES (?, ?)", rowID, l); err != nil {
+			return st, err
+		}
+	}
+	for i, a := range n.Attachments {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments(uuid, message_id, position, filename, content_type, size, content)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, uuid.NewString(), rowID, i, a.Filename, a.ContentType, len(a.Content), a.Content); err != nil {
+			return st, err
+		}
+	}
+	if err := refreshThread(ctx, tx, threadRow); err != nil {
+		return st, err
+	}
+	return Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: threadUUID}, nil
+}
+
+// chooseThread finds the thread of a new message (API-NOTES section 5), creating one when
+// nothing matches. Quarantined mail never joins a thread, and never anchors one.
+func chooseThread(ctx context.Context, tx *sql.Tx, n *NewMessage) (int64, string, error) {
+	if n.ThreadID != "" {
+		var id int64
+		err := tx.QueryRowContext(ctx, "SELECT id FROM threads WHERE uuid = ? AND inbox_id = ?", n.ThreadID, n.InboxID).Scan(&id)
+		if err == nil {
+			return id, n.ThreadID, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, "", err
+		}
+		return newThread(ctx, tx, n.InboxID, n.ThreadID)
+	}
+	if !n.quarantined() && len(n.ThreadCandidates) > 0 {
+		q := `SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+			WHERE m.inbox_id = ? AND m.quarantined = 0 AND m.message_id IN (` + placeholders(len(n.ThreadCandidates)) + ")"
+		args := []any{n.InboxID}
+		for _, c := range n.ThreadCandidates {
+			args = append(args, c)
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return 0, "", err
+		}
+		found := map[string]struct {
+			id   int64
+			uuid string
+		}{}
+		for rows.Next() {
+			var mid, tuuid string
+			var tid int64
+			if err := rows.Scan(&mid, &tid, &tuuid); err != nil {
+				rows.Close()
+				return 0, "", err
+			}
+			found[mid] = struct {
+				id   int64
+				uuid string
+			}{tid, tuuid}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, "", err
+		}
+		for i := len(n.ThreadCandidates) - 1; i >= 0; i-- {
+			if t, ok := found[n.ThreadCandidates[i]]; ok {
+				return t.id, t.uuid, nil
+			}
+		}
+	}
+	return newThread(ctx, tx, n.InboxID, uuid.NewString())
+}
+
+func newThread(ctx context.Context, tx *sql.Tx, inboxID int64, threadUUID string) (int64, string, error) {
+	res, err := tx.ExecContext(ctx, "INSERT INTO threads(uuid, inbox_id) VALUES (?, ?)", threadUUID, inboxID)
+	if err != nil {
+		return 0, "", err
+	}
+	id, err := res.LastInsertId()
+	return id, threadUUID, err
+}
+
+// refreshThread recomputes a thread's aggregates from its messages, and drops a thread
+// that has none left. One function keeps every writer of messages consistent with it.
+func refreshThread(ctx context.Context, tx *sql.Tx, threadID int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE threads SET
+		last_message = (SELECT id FROM messages WHERE thread_id = ?1 ORDER BY ts DESC, id DESC LIMIT 1),
+		last_ts = COALESCE((SELECT MAX(ts) FROM messages WHERE thread_id = ?1), 0),
+		message_count = (SELECT COUNT(*) FROM messages WHERE thread_id = ?1),
+		attachment_count = (SELECT COALESCE(SUM(attachment_count), 0) FROM messages WHERE thread_id = ?1),
+		received_ts = (SELECT MAX(ts) FROM messages WHERE thread_id = ?1 AND direction = 'received'),
+		sent_ts = (SELECT MAX(ts) FROM messages WHERE thread_id = ?1 AND direction = 'sent'),
+		all_trashed = NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = ?1 AND NOT EXISTS
+			(SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = 'trash')),
+		quarantined = NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = ?1 AND quarantined = 0)
+		WHERE id = ?1`, threadID)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM threads WHERE id = ? AND message_count = 0", threadID)
+	return err
+}
+
+func triageFilterColumns(t *Triage) (cat, reply, urg sql.NullString) {
+	if t.Category != nil {
+		cat = sql.NullString{String: t.Category.Value, Valid: true}
+	}
+	if r := t.ReplyFilter(); r != "" {
+		reply = sql.NullString{String: r, Valid: true}
+	}
+	if t.Urgency != nil && t.Urgency.Value != nil {
+		urg = sql.NullString{String: *t.Urgency.Value, Valid: true}
+	}
+	return cat, reply, urg
+}
+
+func jsonText(v any) sql.NullString {
+	b, _ := json.Marshal(v)
+	return sql.NullString{String: string(b), Valid: true}
+}
+
+func jsonList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func parseList(s string) []string {
+	out := []string{}
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// MessageFilter narrows a message or thread list. Triage filters match complete results
+// only: absent, pending and failed triage never match.
+type MessageFilter struct {
+	Labels       []string // AND match
+	Category     string
+	NeedsReply   string // yes | no | uncertain
+	Urgency      string
+	IncludeTrash bool // threads only; messages include trash when Labels has it
+}
+
+func (f MessageFilter) has(label string) bool {
+	for _, l := range f.Labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+func (f MessageFilter) triage() bool {
+	return f.Category != "" || f.NeedsReply != "" || f.Urgency != ""
+}
+
+// where appends the filter's conditions on the message alias m.
+func (f MessageFilter) where(m string, q *strings.Builder, args *[]any) {
+	if f.Category != "" {
+		q.WriteString(" AND " + m + ".tri_category = ?")
+		*args = append(*args, f.Category)
+	}
+	if f.NeedsReply != "" {
+		q.WriteString(" AND " + m + ".tri_reply = ?")
+		*args = append(*args, f.NeedsReply)
+	}
+	if f.Urgency != "" {
+		q.WriteString(" AND " + m + ".tri_urgency = ?")
+		*args = append(*args, f.Urgency)
+	}
+	if f.triage() {
+		// Triage is withheld while a message is quarantined, so it cannot match either.
+		q.WriteString(" AND " + m + ".quarantined = 0")
+	}
+}
+
+func (f MessageFilter) scope(kind string, inboxID int64) string {
+	labels := append([]string(nil), f.Labels...)
+	sort.Strings(labels)
+	return listScope(kind, strconv.FormatInt(inboxID, 10), strings.Join(labels, "\x01"), f.Category, f.NeedsReply, f.Urgency,
+		strconv.FormatBool(f.IncludeTrash))
+}
+
+const summaryColumns = `m.id, m.uuid, m.inbox_id, m.thread_id, m.message_id, t.uuid, i.address, m.direction, m.ts, m.from_addr,
+	m.to_addrs, m.subject, m.preview, m.quarantined, m.triage, m.protection, m.delivery`
+
+func scanSummary(row interface{ Scan(...any) error }) (*Message, error) {
+	var (
+		m                      Message
+		ts                     int64
+		to                     string
+		triage, prot, delivery sql.NullString
+	)
+	if err := row.Scan(&m.ID, &m.UUID, &m.InboxRowID, &m.ThreadRowID, &m.MessageID, &m.ThreadID, &m.InboxID, &m.Direction,
+		&ts, &m.From, &to, &m.Subject, &m.Preview, &m.Quarantined, &triage, &prot, &delivery); err != nil {
+		return nil, err
+	}
+	m.Timestamp = fromMillis(ts)
+	m.To = parseList(to)
+	if triage.Valid {
+		m.Triage = new(Triage)
+		if err := json.Unmarshal([]byte(triage.String), m.Triage); err != nil {
+			return nil, err
+		}
+	}
+	if prot.Valid {
+		m.Protection = new(Protection)
+		if err := json.Unmarshal([]byte(prot.String), m.Protection); err != nil {
+			return nil, err
+		}
+	}
+	if delivery.Valid {
+		m.Delivery = new(Delivery)
+		if err := json.Unmarshal([]byte(delivery.String), m.Delivery); err != nil {
+			return nil, err
+		}
+	}
+	return &m, nil
+}
+
+const messageFrom = " FROM messages m JOIN threads t ON t.id = m.thread_id JOIN inboxes i ON i.id = m.inbox_id"
+
+// ListMessages returns one page of an inbox's messages, newest first. Trashed and
+// quarantined messages are left out unless the filter's labels ask for them.
+//
+// Errors: invalid_argument (page token).
+func (s *Store) ListMessages(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Message, string, error) {
+	scope := f.scope("messages", inboxID)
+	c, err := s.decodeToken(pageToken, scope)
+	if err != nil {
+		return nil, "", err
+	}
+	var q strings.Builder
+	args := []any{inboxID}
+	q.WriteString("SELECT " + summaryColumns + messageFrom + " WHERE m.inbox_id = ?")
+	f.where("m", &q, &args)
+	for _, l := range f.Labels {
+		q.WriteString(" AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = ?)")
+		args = append(args, l)
+	}
+	if !f.has(LabelTrash) {
+		q.WriteString(" AND NOT EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = 'trash')")
+	}
+	if !f.has(LabelQuarantined) {
+		q.WriteString(" AND m.quarantined = 0")
+	}
+	if c != nil {
+		q.WriteString(" AND (m.ts, m.id) < (?, ?)")
+		args = append(args, c.TS, c.ID)
+	}
+	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(limit+1))
+	var out []Message
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = querySummaries(ctx, tx, q.String(), args...)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = s.encodeToken(scope, millis(last.Timestamp.Time), last.ID)
+	}
+	return out, next, nil
+}
+
+// querySummaries runs a summary query and fills labels and attachments of every row.
+func querySummaries(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]Message, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []Message{}
+	for rows.Next() {
+		m, err := scanSummary(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, *m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, fillLabelsAndAttachments(ctx, tx, out)
+}
+
+func fillLabelsAndAttachments(ctx context.Context, tx *sql.Tx, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	idx := make(map[int64]int, len(msgs))
+	args := make([]any, len(msgs))
+	for i := range msgs {
+		idx[msgs[i].ID] = i
+		args[i] = msgs[i].ID
+		msgs[i].Labels = []string{}
+		msgs[i].Attachments = []AttachmentSummary{}
+	}
+	in := placeholders(len(msgs))
+	rows, err := tx.QueryContext(ctx, "SELECT message_id, label FROM message_labels WHERE message_id IN ("+in+") ORDER BY label", args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var l string
+		if err := rows.Scan(&id, &l); err != nil {
+			rows.Close()
+			return err
+		}
+		msgs[idx[id]].Labels = append(msgs[idx[id]].Labels, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.QueryContext(ctx, "SELECT id, message_id, uuid, filename, content_type, size FROM attachments WHERE message_id IN ("+in+") ORDER BY message_id, position", args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a AttachmentSummary
+		var mid int64
+		if err := rows.Scan(&a.ID, &mid, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size); err != nil {
+			return err
+		}
+		msgs[idx[mid]].Attachments = append(msgs[idx[mid]].Attachments, a)
+	}
+	return rows.Err()
+}
+
+// fillBodies loads the fields only a full message carries.
+func fillBodies(ctx context.Context, tx *sql.Tx, m *Message) error {
+	var cc, bcc, replyTo, refs string
+	err := tx.QueryRowContext(ctx, "SELECT cc_addrs, bcc_addrs, reply_to, body_text, body_html, in_reply_to, refs FROM messages WHERE id = ?", m.ID).
+		Scan(&cc, &bcc, &replyTo, &m.BodyText, &m.BodyHTML, &m.InReplyTo, &refs)
+	if err != nil {
+		return err
+	}
+	m.Cc, m.Bcc, m.ReplyTo, m.References = parseList(cc), parseList(bcc), parseList(replyTo), parseList(refs)
+	return nil
+}
+
+// GetMessage returns one message with everything a full view may show.
+//
+// Errors: not_found.
+func (s *Store) GetMessage(ctx context.Context, inboxID int64, messageID string) (*Message, error) {
+	var m *Message
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		msgs, err := querySummaries(ctx, tx, "SELECT "+summaryColumns+messageFrom+" WHERE m.inbox_id = ? AND m.message_id = ?", inboxID, messageID)
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return Errorf(ECodeNotFound, "message %s not found", messageID)
+		}
+		m = &msgs[0]
+		return fillBodies(ctx, tx, m)
+	})
+	return m, err
+}
+
+// checkLabelChange refuses label changes an API key may not make.
+func checkLabelChange(add, remove []string) error {
+	for _, l := range append(append([]string(nil), add...), remove...) {
+		if l == LabelQuarantined {
+			return Errorf(ECodeQuarantineReview, "the quarantined label can only be changed by a person in the review dashboard")
+		}
+	}
+	return nil
+}
+
+// applyLabels adds and removes labels on the messages matched by where (a condition on
+// messages m), then refreshes their threads. Removal wins over an add of the same label.
+func applyLabels(ctx context.Context, tx *sql.Tx, add, remove []string, where string, args ...any) error {
+	removed := map[string]bool{}
+	for _, l := range remove {
+		removed[l] = true
+	}
+	for _, l := range add {
+		if removed[l] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) SELECT m.id, ? FROM messages m WHERE "+where,
+			append([]any{l}, args...)...); err != nil {
+			return err
+		}
+	}
+	for l := range removed {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM message_labels WHERE label = ? AND message_id IN (SELECT m.id FROM messages m WHERE "+where+")",
+			append([]any{l}, args...)...); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT m.thread_id FROM messages m WHERE "+where, args...)
+	if err != nil {
+		return err
+	}
+	var threads []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		threads = append(threads, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range threads {
+		if err := refreshThread(ctx, tx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateMessageLabels adds and removes labels on one message.
+//
+// Errors: quarantine_review_required, not_found.
+func (s *Store) UpdateMessageLabels(ctx context.Context, inboxID int64, messageID string, add, remove []string) error {
+	if err := checkLabelChange(add, remove); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var id int64
+		err := tx.QueryRowContext(ctx, "SELECT id FROM messages WHERE inbox_id = ? AND message_id = ?", inboxID, messageID).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ECodeNotFound, "message %s not found", messageID)
+		}
+		if err != nil {
+			return err
+		}
+		return applyLabels(ctx, tx, add, remove, "m.id = ?", id)
+	})
+}

@@ -1,0 +1,196 @@
+// Package db holds inboxd's model and its SQLite store. Nothing outside this package sees
+// SQL, a *sql.Tx or a SQLite error: callers get model types and *Error values, so a
+// second store (PostgreSQL) can take its place later.
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configures a Store.
+type Options struct {
+	// Now is the clock; nil means time.Now. Tests pin it for golden output.
+	Now func() time.Time
+}
+
+// Store is the SQLite store: one writer connection (SQLite allows one writer at a time, so
+// queueing in Go is cheaper than busy-waiting in SQLite) and a pool of readers (WAL lets
+// them run beside the writer).
+type Store struct {
+	w   *sql.DB
+	r   *sql.DB
+	now func() time.Time
+
+	tokenKey    []byte // signs page tokens
+	downloadKey []byte // signs attachment download URLs
+}
+
+// Open opens (creating if needed) the database at path and brings its schema up to date.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("db: empty database path")
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	common := "_foreign_keys=on&_busy_timeout=10000&_synchronous=NORMAL"
+	w, err := sql.Open("sqlite3", base+"?_journal_mode=WAL&_txlock=immediate&"+common)
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	s := &Store{w: w, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("db: migrate %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite3", base+"?mode=ro&"+common)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
+	r.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
+	s.r = r
+	if s.tokenKey, err = s.secret(ctx, "page_token_key"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.downloadKey, err = s.secret(ctx, "download_key"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	var err error
+	if s.r != nil {
+		err = s.r.Close()
+	}
+	if e := s.w.Close(); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+// Now returns the store's clock reading.
+func (s *Store) Now() time.Time { return s.now().UTC() }
+
+// DownloadKey is the secret that signs attachment download URLs.
+func (s *Store) DownloadKey() []byte { return s.downloadKey }
+
+func (s *Store) migrate(ctx context.Context) error {
+	entries, err := migrations.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	var version int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	for _, name := range names {
+		n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with its version", name)
+		}
+		if n <= version {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			return err
+		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// secret returns the named random secret, creating it on first use.
+func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
+	var v []byte
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE name = ?", name).Scan(&v)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		v = make([]byte, 32)
+		if _, err := rand.Read(v); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO settings(name, value) VALUES (?, ?)", name, v)
+		return err
+	})
+	return v, err
+}
+
+// write runs fn in one write transaction. A storage condition the operator can fix (disk
+// full, read-only file) becomes a transient client error; nothing of fn stays applied.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return storageError(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return storageError(err)
+	}
+	return storageError(tx.Commit())
+}
+
+// read runs fn in a read transaction, so multi-query reads see one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return storageError(err)
+	}
+	defer tx.Rollback()
+	return storageError(fn(tx))
+}
+
+func storageError(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen, sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return &Error{Code: ECodeUnavailable, Message: "storage is temporarily unavailable; retry later", Transient: true, Cause: err}
+		}
+	}
+	return err
+}

@@ -1,0 +1,381 @@
+// Command inboxd serves the email API from one SQLite file.
+//
+//	inboxd serve   run the server
+//	inboxd seed    load fixture files into a database
+//	inboxd keys    create API keys
+//	inboxd version print the version
+//
+// This file is wiring only: flags and environment become a Config, the packages are put
+// together, and the program runs until SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/fixtures"
+	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/schema"
+	"github.com/inboxd/inboxd/server"
+)
+
+// version is stamped at release time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "inboxd:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "inboxd:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `usage:
+  inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
+  inboxd seed --db PATH FILE...
+  inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
+  inboxd version`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{usage}
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
+	case "seed":
+		return runSeed(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return runKeys(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "inboxd %s (commit %s)\n", version, commit())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q\n%s", args[0], usage)}
+}
+
+func commit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// newFlagSet returns a flag set whose flags also read INBOXD_<NAME> from the environment
+// (applied by parseWithEnv), so systemd units and CI can configure by either.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseWithEnv parses args; a flag not given on the command line takes INBOXD_<NAME> when set.
+func parseWithEnv(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		env := "INBOXD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usageError{fmt.Sprintf("%s: %v", env, e)}
+			}
+		}
+	})
+	return err
+}
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *multiFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*m = append(*m, p)
+		}
+	}
+	return nil
+}
+
+// Main is the running program: tests boot it whole on port 0 in a temp dir.
+type Main struct {
+	DBPath   string
+	HTTPAddr string
+	SMTPAddr string
+	Domain   string
+	BaseURL  string
+	Seeds    []string
+	Demo     bool
+	Stdout   io.Writer
+	Log      *slog.Logger
+
+	store    *db.Store
+	http     *http.Server
+	listener net.Listener
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	m := &Main{Stdout: stdout}
+	var seeds multiFlag
+	fs.StringVar(&m.DBPath, "db", "inboxd.db", "SQLite database file")
+	fs.StringVar(&m.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address (not available yet: see README)")
+	fs.StringVar(&m.Domain, "domain", "inboxd.test", "default domain of new inboxes")
+	fs.StringVar(&m.BaseURL, "base-url", "", "public base URL (default http://<http address>)")
+	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
+	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
+	}
+	m.Seeds = seeds
+	m.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	if err := m.Run(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return m.Close()
+}
+
+// Run opens the database, loads fixtures, and starts serving; it returns once the server
+// listens. Close stops it.
+func (m *Main) Run(ctx context.Context) error {
+	if m.Log == nil {
+		m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if m.Stdout == nil {
+		m.Stdout = io.Discard
+	}
+	m.Domain = strings.ToLower(m.Domain)
+	if !schema.ValidEmail("postmaster@" + m.Domain) {
+		return usageError{fmt.Sprintf("--domain %q is not a domain name with a dotted label and a TLD", m.Domain)}
+	}
+	if m.SMTPAddr != "" {
+		m.Log.Warn("the SMTP listener is not part of this build yet; --smtp is ignored and mail arrives only through the API and fixtures", "smtp", m.SMTPAddr)
+	}
+	store, err := db.Open(ctx, m.DBPath, db.Options{})
+	if err != nil {
+		return err
+	}
+	m.store = store
+	if err := m.seed(ctx); err != nil {
+		store.Close()
+		return err
+	}
+	v, err := schema.New()
+	if err != nil {
+		store.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", m.HTTPAddr)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	m.listener = ln
+	if m.BaseURL == "" {
+		m.BaseURL = "http://" + ln.Addr().String()
+	}
+	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
+	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version}, m.Log)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return err
+	}
+	m.http = &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	workCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.done = make(chan struct{}, 2)
+	go func() { svc.RunOutbound(workCtx); m.done <- struct{}{} }()
+	go func() {
+		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Log.Error("http server stopped", "err", err)
+		}
+		m.done <- struct{}{}
+	}()
+	fmt.Fprintf(m.Stdout, "inboxd %s listening on %s (API base %s, domain %s, database %s)\n", version, ln.Addr(), m.BaseURL, m.Domain, m.DBPath)
+	return nil
+}
+
+// Addr is the address the HTTP server listens on.
+func (m *Main) Addr() string { return m.listener.Addr().String() }
+
+// Close drains in-flight requests (bounded), stops the workers and closes the database.
+func (m *Main) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := m.http.Shutdown(ctx)
+	m.cancel()
+	<-m.done
+	<-m.done
+	if e := m.store.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// seed loads the requested fixtures, then makes sure a fresh database has an account to
+// use: on an empty database a default account is created and its key printed once.
+func (m *Main) seed(ctx context.Context) error {
+	var results []*fixtures.Result
+	for _, f := range m.Seeds {
+		r, err := fixtures.LoadFile(ctx, m.store, f, m.Domain)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if m.Demo {
+		r, err := fixtures.LoadDemo(ctx, m.store, m.Domain)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	for _, r := range results {
+		for _, k := range r.Keys {
+			if k.Inbox != "" {
+				fmt.Fprintf(m.Stdout, "mailbox key for %s (account %s): %s\n", k.Inbox, k.Account, k.Token)
+			} else {
+				fmt.Fprintf(m.Stdout, "account key for %s [%s]: %s\n", k.Account, strings.Join(k.Scopes, " "), k.Token)
+			}
+		}
+	}
+	n, err := m.store.CountAccounts(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	if err := m.store.EnsureAccount(ctx, db.Account{ID: defaultAccount, Plan: db.PlanExempt}, nil); err != nil {
+		return err
+	}
+	token := db.GenerateAccountToken()
+	expires := m.store.Now().AddDate(0, 0, db.MaxKeyDays)
+	if err := m.store.CreateKey(ctx, db.NewKey{AccountID: defaultAccount, Token: token, Scopes: db.AllScopes(), ExpiresAt: &expires}); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "created account %q; its full-scope key (shown once, valid until %s):\n%s\n", defaultAccount, expires.Format(time.DateOnly), token)
+	return nil
+}
+
+// defaultAccount is the account a fresh database gets.
+const defaultAccount = "default"
+
+func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("seed", stderr)
+	path := fs.String("db", "inboxd.db", "SQLite database file")
+	domain := fs.String("domain", "inboxd.test", "default domain of the server the database is for")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{"seed: name at least one fixture file"}
+	}
+	store, err := db.Open(ctx, *path, db.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	for _, f := range fs.Args() {
+		r, err := fixtures.LoadFile(ctx, store, f, strings.ToLower(*domain))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d accounts, %d inboxes, %d messages, %d keys\n", f, r.Accounts, r.Inboxes, r.Messages, len(r.Keys))
+	}
+	return nil
+}
+
+func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return usageError{"keys: the only subcommand is create\n" + usage}
+	}
+	fs := newFlagSet("keys create", stderr)
+	path := fs.String("db", "inboxd.db", "SQLite database file")
+	account := fs.String("account", "", "account id")
+	var scopes multiFlag
+	fs.Var(&scopes, "scopes", "comma-separated scopes of an account key ("+strings.Join(db.AllScopes(), ",")+")")
+	inbox := fs.String("inbox", "", "inbox address of a mailbox key")
+	days := fs.Int("days", db.DefaultKeyDays, "lifetime of an account key in days (1-365)")
+	if err := parseWithEnv(fs, args[1:]); err != nil {
+		return err
+	}
+	if *account == "" || (len(scopes) == 0) == (*inbox == "") {
+		return usageError{"keys create: give --account and exactly one of --scopes or --inbox"}
+	}
+	if *days < 1 || *days > db.MaxKeyDays {
+		return usageError{"keys create: --days must be 1 to 365"}
+	}
+	store, err := db.Open(ctx, *path, db.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	k := db.NewKey{AccountID: *account, Scopes: scopes}
+	if *inbox != "" {
+		in, err := store.InboxByAddress(ctx, *account, *inbox)
+		if err != nil {
+			return err
+		}
+		k.Token, k.InboxAddress, k.Scopes = db.GenerateMailboxToken(in.UUID), in.Address, nil
+	} else {
+		k.Token = db.GenerateAccountToken()
+		exp := store.Now().AddDate(0, 0, *days)
+		k.ExpiresAt = &exp
+	}
+	if err := store.CreateKey(ctx, k); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, k.Token)
+	return nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+var keyPattern = regexp.MustCompile(`bze_[0-9a-f-]{36}\.[A-Za-z0-9_-]{43}`)
+
+func get(t *testing.T, url, key string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	qt.Assert(t, err, qt.IsNil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	qt.Assert(t, err, qt.IsNil)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+// TestServeFreshDatabase boots the whole program as a new user would: an empty database
+// gets an account and one printed key that works; a restart prints no second key.
+func TestServeFreshDatabase(t *testing.T) {
+	c := qt.New(t)
+	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
+	var out bytes.Buffer
+	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", Stdout: &out}
+	c.Assert(m.Run(context.Background()), qt.IsNil)
+	base := "http://" + m.Addr()
+
+	status, body := get(t, base+"/healthz", "")
+	c.Assert(status, qt.Equals, 200)
+	c.Assert(string(body), qt.JSONEquals, map[string]string{"status": "ok", "service": "inboxd"})
+
+	key := keyPattern.FindString(out.String())
+	c.Assert(key, qt.Not(qt.Equals), "", qt.Commentf("output: %s", out.String()))
+	status, body = get(t, base+"/v1/usage", key)
+	c.Assert(status, qt.Equals, 200, qt.Commentf("%s", body))
+	var usage map[string]any
+	c.Assert(json.Unmarshal(body, &usage), qt.IsNil)
+	c.Assert(usage["billing"], qt.Equals, "exempt")
+
+	status, body = get(t, base+"/openapi.json", "")
+	c.Assert(status, qt.Equals, 200)
+	var doc map[string]any
+	c.Assert(json.Unmarshal(body, &doc), qt.IsNil)
+	c.Assert(doc["servers"], qt.DeepEquals, []any{map[string]any{"url": base}})
+	c.Assert(m.Close(), qt.IsNil)
+
+	out.Reset()
+	m2 := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", Stdout: &out}
+	c.Assert(m2.Run(context.Background()), qt.IsNil)
+	c.Assert(keyPattern.FindString(out.String()), qt.Equals, "")
+	status, _ = get(t, "http://"+m2.Addr()+"/v1/inboxes", key)
+	c.Assert(status, qt.Equals, 200)
+	c.Assert(m2.Close(), qt.IsNil)
+}
+
+func TestKeysCreate(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
+	var out bytes.Buffer
+	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", Stdout: &out}
+	c.Assert(m.Run(ctx), qt.IsNil)
+	c.Assert(m.Close(), qt.IsNil)
+
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default", "--scopes", "inboxes:read", "--days", "7"}, &stdout, &stderr)
+	c.Assert(err, qt.IsNil, qt.Commentf("%s", stderr.String()))
+	key := strings.TrimSpace(stdout.String())
+	c.Assert(keyPattern.MatchString(key), qt.IsTrue, qt.Commentf("%q", key))
+
+	err = run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, "keys create: give --account and exactly one of --scopes or --inbox")
+	err = run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default", "--scopes", "inboxes:fly"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, `.*unknown scope "inboxes:fly".*`)
+
+	m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test"}
+	c.Assert(m.Run(ctx), qt.IsNil)
+	defer m.Close()
+	status, _ := get(t, "http://"+m.Addr()+"/v1/inboxes", key)
+	c.Assert(status, qt.Equals, 200)
+	status, _ = get(t, "http://"+m.Addr()+"/v1/usage", key)
+	c.Assert(status, qt.Equals, 200) // getUsage needs inboxes:read only
+}
+
+func TestEnvironmentConfiguresFlags(t *testing.T) {
+	c := qt.New(t)
+	t.Setenv("INBOXD_DOMAIN", "Mail.Example.Test")
+	fs := newFlagSet("serve", io.Discard)
+	domain := fs.String("domain", "inboxd.test", "")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "")
+	c.Assert(parseWithEnv(fs, []string{"--http", "127.0.0.1:0"}), qt.IsNil)
+	c.Assert(*domain, qt.Equals, "Mail.Example.Test")
+	c.Assert(*httpAddr, qt.Equals, "127.0.0.1:0")
+}

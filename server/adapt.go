@@ -1,0 +1,226 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/schema"
+)
+
+// call is a request that passed the common checks: authenticated, allowed, with its
+// path decoded and validated, its inbox resolved, and its query and body validated.
+type call struct {
+	op     schema.Operation
+	who    *db.Principal
+	inbox  *db.Inbox         // the {inboxId} inbox, when the path has one
+	params map[string]string // decoded path parameters
+	query  map[string]any    // validated query with defaults
+	body   []byte            // validated JSON body ({} when empty)
+}
+
+// handler serves one operation. It returns errors instead of writing them, so error
+// responses have a single writer.
+type handler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// mailboxOps are the operations a mailbox key may call (API-NOTES section 1); scopes are
+// not checked for mailbox keys, this allow-list is what limits them.
+var mailboxOps = map[string]bool{
+	"getInbox": true, "listInboxes": true, "listMessages": true, "searchMessages": true, "getMessage": true,
+	"getAttachment": true, "send": true, "reply": true, "updateMessageLabels": true, "listThreads": true,
+	"getThread": true, "updateThreadLabels": true,
+}
+
+// adapt runs the checks every operation shares, in the documented order (API-NOTES
+// section 1): authenticate, check scope, decode the path, parse query and body, validate,
+// then dispatch.
+func (s *Server) adapt(op schema.Operation, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.prepare(op, r)
+		if err == nil {
+			err = h(w, r, c)
+		}
+		if err != nil {
+			writeError(w, err, s.log)
+		}
+	}
+}
+
+func (s *Server) prepare(op schema.Operation, r *http.Request) (*call, error) {
+	ctx := r.Context()
+	c := &call{op: op, params: map[string]string{}}
+	var err error
+	if c.who, err = s.authenticate(r); err != nil {
+		return nil, err
+	}
+	if c.who.Mailbox && !mailboxOps[op.ID] {
+		return nil, db.Errorf(db.ECodeForbidden, "a mailbox key cannot call %s", op.ID)
+	}
+	if !c.who.Mailbox && !c.who.HasScope(op.Scope) {
+		return nil, db.Errorf(db.ECodeForbidden, "this key lacks the %s scope that %s needs", op.Scope, op.ID)
+	}
+	for _, p := range httprouter.ParamsFromContext(ctx) {
+		v, err := url.PathUnescape(p.Value)
+		if err != nil {
+			return nil, db.Errorf(db.ECodeInvalidRequest, "%s: bad percent-encoding in the path", p.Key)
+		}
+		if err := s.schema.Path(p.Key, v); err != nil {
+			return nil, err
+		}
+		c.params[p.Key] = v
+	}
+	if id, ok := c.params["inboxId"]; ok {
+		if c.inbox, err = s.resolveInbox(r, c.who, id); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.parseQuery(r, c); err != nil {
+		return nil, err
+	}
+	if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+		if c.body, err = readBody(r); err != nil {
+			return nil, err
+		}
+		if op.ID == "send" || op.ID == "reply" {
+			if c.body, err = mergeIdempotencyHeader(r, c.body); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.schema.Body(op.ID, c.body); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (s *Server) authenticate(r *http.Request) (*db.Principal, error) {
+	auth := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key: send Authorization: Bearer <key>")
+	}
+	return s.store.Authenticate(r.Context(), strings.TrimSpace(token))
+}
+
+// resolveInbox finds the path's inbox as the caller may see it: a mailbox key reaches only
+// its own inbox (403 otherwise, whether or not the other exists); an account key reaches
+// its account's inboxes (404 for anyone else's, so nothing leaks).
+func (s *Server) resolveInbox(r *http.Request, who *db.Principal, address string) (*db.Inbox, error) {
+	if who.Mailbox {
+		own, err := s.store.InboxByRowID(r.Context(), who.InboxID)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(own.Address, address) {
+			return nil, db.Errorf(db.ECodeForbidden, "a mailbox key reaches only its own inbox")
+		}
+		if own.Retired {
+			return nil, db.Errorf(db.ECodeInboxRetired, "inbox %s was deleted", own.Address)
+		}
+		return own, nil
+	}
+	return s.store.InboxByAddress(r.Context(), who.AccountID, address)
+}
+
+func (s *Server) parseQuery(r *http.Request, c *call) error {
+	if r.Method != http.MethodGet {
+		if r.URL.RawQuery != "" {
+			return db.Errorf(db.ECodeInvalidRequest, "%s takes no query string", c.op.ID)
+		}
+		return nil
+	}
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return db.Errorf(db.ECodeInvalidRequest, "query: bad percent-encoding or syntax")
+	}
+	c.query, err = s.schema.Query(c.op.ID, values)
+	return err
+}
+
+// readBody reads a JSON body of at most MaxBodyBytes; the size is checked before reading.
+func readBody(r *http.Request) ([]byte, error) {
+	tooLarge := db.Errorf(db.ECodePayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, db.Errorf(db.ECodeInvalidRequest, "request body could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return []byte("{}"), nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")
+	}
+	return body, nil
+}
+
+// mergeIdempotencyHeader lets the Idempotency-Key header stand in for the body field. When
+// both are given they must agree.
+func mergeIdempotencyHeader(r *http.Request, body []byte) ([]byte, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return body, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return body, nil // the validator reports the syntax error
+	}
+	if raw, ok := obj["idempotencyKey"]; ok {
+		var inBody string
+		if json.Unmarshal(raw, &inBody) != nil || inBody != key {
+			return nil, db.Errorf(db.ECodeInvalidRequest, "Idempotency-Key header and idempotencyKey differ: conflicting idempotency keys")
+		}
+		return body, nil
+	}
+	obj["idempotencyKey"], _ = json.Marshal(key)
+	return json.Marshal(obj)
+}
+
+// queryInt and friends read validated query values; the validator applied defaults.
+func (c *call) queryInt(name string) int {
+	v, _ := c.query[name].(int)
+	return v
+}
+
+func (c *call) queryString(name string) string {
+	v, _ := c.query[name].(string)
+	return v
+}
+
+func (c *call) queryBool(name string) bool {
+	v, _ := c.query[name].(bool)
+	return v
+}
+
+func (c *call) queryStrings(name string) []string {
+	v, _ := c.query[name].([]string)
+	return v
+}
+
+func (c *call) has(name string) bool {
+	_, ok := c.query[name]
+	return ok
+}
+
+// decode unmarshals the validated body into v.
+func (c *call) decode(v any) error {
+	if err := json.Unmarshal(c.body, v); err != nil {
+		return db.Errorf(db.ECodeInvalidArgument, "body: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// DownloadTTL is how long a download URL stays valid (API-NOTES section 11).
+const DownloadTTL = 5 * time.Minute
+
+// downloadSignature signs a download path and its expiry with the server's secret, so a
+// link cannot be altered to reach another attachment or live longer.
+func (s *Server) downloadSignature(path string, expires int64) string {
+	mac := hmac.New(sha256.New, s.store.DownloadKey())
+	mac.Write([]byte("attachment\n" + path + "\n" + strconv.FormatInt(expires, 10)))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+func downloadPath(inboxUUID, messageUUID, attachmentID string) string {
+	return "/attachments/" + inboxUUID + "/" + messageUUID + "/" + attachmentID
+}
+
+// handleAttachmentGet serves GET /v1/inboxes/{inboxId}/messages/{messageId}/attachments/{attachmentId}.
+func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request, c *call) error {
+	a, err := s.store.GetAttachment(r.Context(), c.inbox.ID, c.params["messageId"], c.params["attachmentId"])
+	if err != nil {
+		return err
+	}
+	if !a.Downloadable() {
+		return db.Errorf(db.ECodeMessageQuarantined, "the message is quarantined or failed the antivirus scan; its attachments cannot be downloaded")
+	}
+	expires := s.now().Add(DownloadTTL)
+	path := downloadPath(a.InboxUUID, a.MessageUUID, a.AttachmentID)
+	link := s.cfg.BaseURL + path + "?expires=" + strconv.FormatInt(expires.Unix(), 10) + "&signature=" + s.downloadSignature(path, expires.Unix())
+	writeJSON(w, http.StatusOK, map[string]any{
+		"downloadUrl":  link,
+		"attachmentId": a.AttachmentID,
+		"expiresAt":    db.Time{Time: expires}.String(),
+		"filename":     a.Filename,
+		"contentType":  a.ContentType,
+		"size":         a.Size,
+	})
+	return nil
+}
+
+// handleDownload serves GET /attachments/{inbox}/{message}/{attachment}: the signed link,
+// usable without a key.
+func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	invalid := db.Errorf(db.ECodeUnauthorized, "Invalid download link")
+	ids := [3]string{p.ByName("inbox"), p.ByName("message"), p.ByName("attachment")}
+	for _, id := range ids {
+		if s.schema.Path("threadId", id) != nil { // the same UUID rule as every other id
+			writeError(w, invalid, s.log)
+			return
+		}
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	exp := q.Get("expires")
+	expires, perr := strconv.ParseInt(exp, 10, 64)
+	now := s.now().Unix()
+	path := downloadPath(ids[0], ids[1], ids[2])
+	if err != nil || len(exp) != 10 || perr != nil || expires <= now || expires > now+int64(DownloadTTL/time.Second) ||
+		!hmac.Equal([]byte(q.Get("signature")), []byte(s.downloadSignature(path, expires))) {
+		writeError(w, invalid, s.log)
+		return
+	}
+	a, content, err := s.store.AttachmentContent(r.Context(), ids[0], ids[1], ids[2])
+	if err == nil && !a.Downloadable() {
+		err = db.Errorf(db.ECodeNotFound, "attachment not found")
+	}
+	if err != nil {
+		writeError(w, err, s.log)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(a.Filename))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("Content-Length", strconv.Itoa(len(content)))
+	w.Write(content)
+}

@@ -1,0 +1,186 @@
+// Package server is everything that listens: the /v1 HTTP API, auth, error mapping,
+// /openapi.json, /healthz and attachment downloads. Handlers translate HTTP to calls on
+// db and mail; the rules live there.
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/schema"
+)
+
+// MaxBodyBytes bounds every request body (API-NOTES section 3).
+const MaxBodyBytes = 5 << 20
+
+// Config is what the HTTP front door needs to know about its deployment.
+type Config struct {
+	BaseURL string // public base URL: download links and the OpenAPI servers entry
+	Domain  string // default domain of new inboxes
+	Version string
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	store   *db.Store
+	mail    *mail.Service
+	schema  *schema.Validator
+	cfg     Config
+	log     *slog.Logger
+	router  *httprouter.Router
+	openapi []byte
+	now     func() time.Time
+}
+
+// New builds the HTTP handler.
+func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log *slog.Logger) (*Server, error) {
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	doc, err := v.OpenAPI(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("server: openapi: %w", err)
+	}
+	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now}
+	s.router = s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() *httprouter.Router {
+	r := httprouter.New()
+	// Routing happens on the raw, still-encoded path (see ServeHTTP), so no cleaning or
+	// redirecting: a Message-ID may decode to anything.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = false
+	r.HandleOPTIONS = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, db.Errorf(db.ECodeNotFound, "no route for %s %s", req.Method, req.URL.EscapedPath()), s.log)
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		s.log.Error("panic", "method", req.Method, "path", req.URL.EscapedPath(), "panic", v)
+		writeError(w, fmt.Errorf("panic: %v", v), s.log)
+	}
+	handlers := map[string]handler{
+		"listInboxes":         s.handleInboxesList,
+		"createInbox":         s.handleInboxCreate,
+		"getInbox":            s.handleInboxGet,
+		"updateInbox":         s.handleInboxUpdate,
+		"deleteInbox":         s.handleInboxDelete,
+		"finishInboxSetup":    s.handleInboxSetup,
+		"listMessages":        s.handleMessagesList,
+		"getMessage":          s.handleMessageGet,
+		"send":                s.handleMessageSend,
+		"reply":               s.handleMessageReply,
+		"updateMessageLabels": s.handleMessageLabels,
+		"getAttachment":       s.handleAttachmentGet,
+		"listThreads":         s.handleThreadsList,
+		"getThread":           s.handleThreadGet,
+		"updateThreadLabels":  s.handleThreadLabels,
+		"getUsage":            s.handleUsageGet,
+	}
+	// httprouter cannot hold a static segment beside a parameter, so ".../messages/search"
+	// (GET) and ".../messages/send" (POST) share the ".../messages/:messageId" node with
+	// getMessage and reply's prefix; the literal wins, as upstream's table order has it.
+	literal := map[string]map[string]http.HandlerFunc{} // method -> literal -> handler
+	byParam := map[string]http.HandlerFunc{}            // method -> the parameter route's handler
+	const shared = "/v1/inboxes/:inboxId/messages/:messageId"
+	for _, op := range schema.Operations() {
+		var hf http.HandlerFunc
+		if h, ok := handlers[op.ID]; ok {
+			hf = s.adapt(op, h)
+		} else {
+			hf = absent(op, s.log) // in the contract but not built yet: say so plainly
+		}
+		path := routerPath(op.Path)
+		switch {
+		case path == shared:
+			byParam[op.Method] = hf
+		case strings.HasPrefix(path, "/v1/inboxes/:inboxId/messages/") && strings.Count(path, "/") == strings.Count(shared, "/"):
+			if literal[op.Method] == nil {
+				literal[op.Method] = map[string]http.HandlerFunc{}
+			}
+			literal[op.Method][path[strings.LastIndex(path, "/")+1:]] = hf
+		default:
+			r.Handler(op.Method, path, hf)
+		}
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		lits, param := literal[method], byParam[method]
+		if lits == nil && param == nil {
+			continue
+		}
+		r.Handler(method, shared, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if h, ok := lits[httprouter.ParamsFromContext(req.Context()).ByName("messageId")]; ok {
+				h(w, req)
+				return
+			}
+			if param == nil {
+				r.NotFound.ServeHTTP(w, req)
+				return
+			}
+			param(w, req)
+		}))
+	}
+	r.GET("/healthz", s.handleHealth)
+	r.GET("/openapi.json", s.handleOpenAPI)
+	r.GET("/attachments/:inbox/:message/:attachment", s.handleDownload)
+	return r
+}
+
+// absent answers an operation of the contract that this build does not serve yet.
+func absent(op schema.Operation, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, db.Errorf(db.ECodeNotFound, "%s is not available in this version of inboxd", op.ID), log)
+	}
+}
+
+// routerPath turns "/v1/inboxes/{inboxId}" into httprouter's "/v1/inboxes/:inboxId".
+func routerPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, seg := range parts {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			parts[i] = ":" + seg[1:len(seg)-1]
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// ServeHTTP routes on the raw path: "%2F" inside a Message-ID must stay inside its
+// segment, so parameters are matched still encoded and decoded one by one afterwards.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = r.URL.EscapedPath()
+	r2.URL.RawPath = ""
+	s.router.ServeHTTP(rec, r2)
+	s.log.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rec.status,
+		"duration_ms", float64(time.Since(start).Microseconds())/1000)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "inboxd"})
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.Write(s.openapi)
+}
