@@ -20,8 +20,10 @@ func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) 
 	}
 	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error {
+		// Only the plan follows the input on an existing account: the disabled flag and the
+		// quota are operator decisions that re-loading a fixture must not undo.
 		_, err := tx.ExecContext(ctx, `INSERT INTO accounts(id, plan, disabled, inbox_quota, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT(id) DO UPDATE SET plan = excluded.plan, disabled = excluded.disabled, inbox_quota = excluded.inbox_quota`,
+			ON CONFLICT(id) DO UPDATE SET plan = excluded.plan`,
 			a.ID, a.Plan, a.Disabled, a.InboxQuota, millis(now))
 		if err != nil {
 			return err

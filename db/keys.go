@@ -129,12 +129,15 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error {
 		hash := hashToken(k.Token)
-		var exists int
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM keys WHERE hash = ?", hash).Scan(&exists); err != nil {
-			return err
-		}
-		if exists > 0 {
+		var owner string
+		err := tx.QueryRowContext(ctx, "SELECT account_id FROM keys WHERE hash = ?", hash).Scan(&owner)
+		switch {
+		case err == nil && owner == k.AccountID:
 			return nil
+		case err == nil:
+			return Errorf(ECodeInvalidArgument, "token: this key already belongs to another account")
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
 		}
 		if err := accountExists(ctx, tx, k.AccountID); err != nil {
 			return err
@@ -171,7 +174,7 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 		if len(prefix) > 12 {
 			prefix = prefix[:12]
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO keys(account_id, kind, hash, prefix, scopes, inbox_id, expires_at, created_at)
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys(account_id, kind, hash, prefix, scopes, inbox_id, expires_at, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			k.AccountID, kind, hash, prefix, strings.Join(k.Scopes, " "), inboxID, expires, millis(now))
 		return err

@@ -66,9 +66,9 @@ func Compose(o Outgoing) ([]byte, error) {
 	if _, err := addressHeader(o.Bcc); err != nil {
 		return nil, err
 	}
-	for name, v := range map[string]string{"display name": o.FromName, "subject": o.Subject, "auto-submitted": o.AutoSubmitted} {
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, fmt.Errorf("compose: %s contains a line break", name)
+	for _, f := range [][2]string{{"display name", o.FromName}, {"subject", o.Subject}, {"auto-submitted", o.AutoSubmitted}} {
+		if strings.ContainsAny(f[1], "\r\n") {
+			return nil, fmt.Errorf("compose: %s contains a line break", f[0])
 		}
 	}
 	if !validHeaderID(o.MessageID) {
