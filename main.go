@@ -232,7 +232,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    1 << 20, // long query strings reach the validator and get a 422 naming the parameter
 	}
 	workCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel

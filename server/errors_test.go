@@ -191,3 +191,27 @@ func TestAbsentOperationSaysSo(t *testing.T) {
 	r := e.fails(404, "not_found", "GET", inboxPath(in)+"/messages/search?query=x", e.full, nil)
 	qt.Assert(t, string(r.body), qt.Contains, "searchMessages is not available")
 }
+
+func TestAccountStateErrors(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	ctx := context.Background()
+	one := 1
+	c.Assert(e.store.EnsureAccount(ctx, db.Account{ID: "off", Plan: "team", Disabled: true}, nil), qt.IsNil)
+	c.Assert(e.store.EnsureAccount(ctx, db.Account{ID: "quota", Plan: "team", InboxQuota: &one}, nil), qt.IsNil)
+	e.fails(403, "access_denied", "GET", "/v1/inboxes", e.newKey("off", db.AllScopes()...), nil)
+	quota := e.newKey("quota", db.AllScopes()...)
+	e.ok("createInbox", "POST", "/v1/inboxes", quota, map[string]any{"username": "first"})
+	e.fails(422, "inbox_limit", "POST", "/v1/inboxes", quota, map[string]any{"username": "second"})
+}
+
+func TestPendingInboxSetup(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	_, err := e.store.CreateInbox(context.Background(), db.NewInbox{AccountID: "acme", Address: "late@inboxd.test", DefaultDomain: testDomain,
+		DeliveryStatus: db.DeliveryPending, Seeding: true})
+	c.Assert(err, qt.IsNil)
+	c.Assert(e.ok("getInbox", "GET", inboxPath("late@inboxd.test"), e.full, nil)["deliveryStatus"], qt.Equals, "pending")
+	c.Assert(e.ok("finishInboxSetup", "POST", inboxPath("late@inboxd.test")+"/setup", e.full, map[string]any{})["deliveryStatus"], qt.Equals, "ready")
+	e.fails(422, "invalid_argument", "POST", inboxPath("late@inboxd.test")+"/setup", e.full, map[string]any{"force": true})
+}

@@ -401,3 +401,41 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
+
+func TestGetThreadBodiesAndSizeCap(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	in := e.createInbox("ops")
+	base := time.Now().Add(-time.Hour)
+	e.deliver(in, db.NewMessage{MessageID: "<t1@x>", From: "a@x.test", To: []string{in}, Subject: "q", Text: "question", HTML: "<p>question</p>", Timestamp: base})
+	e.deliver(in, db.NewMessage{MessageID: "<t2@x>", From: "b@x.test", To: []string{in}, Cc: []string{"c@x.test"}, Subject: "Re: q", Text: "answer",
+		Timestamp: base.Add(time.Minute), ThreadCandidates: []string{"<t1@x>"}})
+	m := e.ok("getMessage", "GET", msgPath(in, "<t1@x>"), e.full, nil)
+	tid := m["threadId"].(string)
+	plain := e.ok("getThread", "GET", inboxPath(in)+"/threads/"+tid, e.full, nil)
+	c.Assert(plain["messageCount"], qt.Equals, 2.0)
+	c.Assert(plain["senders"], qt.DeepEquals, []any{"a@x.test", "b@x.test"})
+	c.Assert(plain["recipients"], qt.DeepEquals, []any{in, "c@x.test"})
+	c.Assert(plain["lastMessageId"], qt.Equals, "<t2@x>")
+	first := plain["messages"].([]any)[0].(map[string]any)
+	c.Assert(first["messageId"], qt.Equals, "<t1@x>") // oldest first
+	_, hasText := first["text"]
+	c.Assert(hasText, qt.IsFalse)
+	bodies := e.ok("getThread", "GET", inboxPath(in)+"/threads/"+tid+"?includeBodies=true", e.full, nil)
+	first = bodies["messages"].([]any)[0].(map[string]any)
+	c.Assert(first["text"], qt.Equals, "question")
+	c.Assert(first["html"], qt.Equals, "<p>question</p>")
+	e.fails(404, "not_found", "GET", inboxPath(in)+"/threads/00000000-0000-4000-8000-000000000000", e.full, nil)
+
+	big := make([]db.NewMessage, db.MaxThreadMessages+1)
+	inbox, err := e.store.InboxByAddress(context.Background(), "acme", in)
+	c.Assert(err, qt.IsNil)
+	for i := range big {
+		big[i] = db.NewMessage{InboxID: inbox.ID, MessageID: fmt.Sprintf("<big%d@x>", i), Direction: db.Received, From: "a@x.test",
+			Subject: "s", Text: "t", Timestamp: base, ThreadCandidates: []string{"<big0@x>"}, Labels: []string{"received"}}
+	}
+	_, err = e.store.Deliver(context.Background(), big)
+	c.Assert(err, qt.IsNil)
+	bt := e.ok("getMessage", "GET", msgPath(in, "<big0@x>"), e.full, nil)["threadId"].(string)
+	e.fails(413, "thread_too_large", "GET", inboxPath(in)+"/threads/"+bt, e.full, nil)
+}
