@@ -3,6 +3,8 @@
 //	inboxd serve   run the server
 //	inboxd seed    load fixture files into a database
 //	inboxd keys    create API keys
+//	inboxd backup  copy the database while the server runs
+//	inboxd mcp     serve the MCP tools over stdio, proxying to a running server
 //	inboxd version print the version
 //
 // This file is wiring only: flags and environment become a Config, the packages are put
@@ -32,8 +34,12 @@ import (
 	"github.com/inboxd/inboxd/server"
 )
 
-// version is stamped at release time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commitID are stamped at release time with -ldflags "-X main.version=...
+// -X main.commitID=..."; without them the build's VCS stamp is used when there is one.
+var (
+	version  = "dev"
+	commitID = ""
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,6 +63,8 @@ const usage = `usage:
   inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
   inboxd seed --db PATH FILE...
   inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
+  inboxd backup --db PATH OUT
+  inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
   inboxd version`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -70,8 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSeed(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return runBackup(ctx, args[1:], stderr)
+	case "mcp":
+		return runMCP(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "inboxd %s (commit %s)\n", version, commit())
+		fmt.Fprintf(stdout, "inboxd %s (commit %s, SQLite %s)\n", version, commit(), db.SQLiteVersion())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
@@ -81,6 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func commit() string {
+	if commitID != "" {
+		return commitID
+	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {
@@ -378,4 +393,46 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, k.Token)
 	return nil
+}
+
+// runBackup writes an online, consistent copy of the database; see db.Store.Backup.
+func runBackup(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("backup", stderr)
+	path := fs.String("db", "inboxd.db", "SQLite database file")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"backup: name the output file: inboxd backup --db PATH OUT"}
+	}
+	store, err := db.Open(ctx, *path, db.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.Backup(ctx, fs.Arg(0))
+}
+
+// runMCP serves the MCP tools over stdio for desktop clients, proxying each call to the
+// server at --base-url with the key in INBOXD_API_KEY (not a flag: command lines are
+// visible to every user of the machine). stdout carries the protocol; logs go to stderr.
+func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("mcp", stderr)
+	baseURL := fs.String("base-url", "http://127.0.0.1:8080", "base URL of the running inboxd server")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("mcp: unexpected argument %q", fs.Arg(0))}
+	}
+	key := strings.TrimSpace(os.Getenv("INBOXD_API_KEY"))
+	if key == "" {
+		return usageError{"mcp: set INBOXD_API_KEY to an API key (bze_... or gme_...)"}
+	}
+	return server.ServeMCPStdio(ctx, server.StdioConfig{
+		BaseURL: *baseURL,
+		Key:     key,
+		Version: version,
+		Log:     slog.New(slog.NewTextHandler(stderr, nil)),
+	}, stdin, stdout)
 }

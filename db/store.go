@@ -35,6 +35,7 @@ type Options struct {
 type Store struct {
 	w   *sql.DB
 	r   *sql.DB
+	dsn string // base DSN of the file, for connections outside the two pools
 	now func() time.Time
 
 	tokenKey    []byte // signs page tokens
@@ -54,7 +55,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, now: opts.Now}
+	s := &Store{w: w, dsn: base + "?_foreign_keys=on", now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -18,3 +18,12 @@ go vet -tags "$TAGS" ./...
 
 echo "== go test -race"
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./...
+
+echo "== MCP end-to-end (official TypeScript client)"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  scripts/mcp-e2e/run.sh
+elif [ "${CI:-}" = "true" ]; then
+  echo "node and npm are needed for scripts/mcp-e2e; CI must run it"; exit 1
+else
+  echo "skipped: node and npm are not installed (CI=true makes this a failure)"
+fi

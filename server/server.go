@@ -37,6 +37,7 @@ type Server struct {
 	router  *httprouter.Router
 	openapi []byte
 	now     func() time.Time
+	mcp     *mcpHandler // POST /mcp
 }
 
 // New builds the HTTP handler.
@@ -47,6 +48,9 @@ func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, lo
 		return nil, fmt.Errorf("server: openapi: %w", err)
 	}
 	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now}
+	if s.mcp, err = s.newMCPHandler(); err != nil {
+		return nil, fmt.Errorf("server: mcp: %w", err)
+	}
 	s.router = s.routes()
 	return s, nil
 }
@@ -130,6 +134,10 @@ func (s *Server) routes() *httprouter.Router {
 	r.GET("/healthz", s.handleHealth)
 	r.GET("/openapi.json", s.handleOpenAPI)
 	r.GET("/attachments/:inbox/:message/:attachment", s.handleDownload)
+	// POST /mcp; every other method gets 405 with Allow: POST from the handler.
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		r.Handler(method, "/mcp", s.mcp)
+	}
 	return r
 }
 
