@@ -3,6 +3,7 @@
 //	inboxd serve   run the server
 //	inboxd seed    load fixture files into a database
 //	inboxd keys    create API keys
+//	inboxd reindex rebuild the search index
 //	inboxd backup  copy the database while the server runs
 //	inboxd mcp     serve the MCP tools over stdio, proxying to a running server
 //	inboxd version print the version
@@ -31,6 +32,7 @@ import (
 	"github.com/inboxd/inboxd/fixtures"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
+	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -63,6 +65,7 @@ const usage = `usage:
   inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
   inboxd seed --db PATH FILE...
   inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
+  inboxd reindex --db PATH
   inboxd backup --db PATH OUT
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
   inboxd version`
@@ -78,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSeed(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], stdout, stderr)
+	case "reindex":
+		return runReindex(ctx, args[1:], stdout, stderr)
 	case "backup":
 		return runBackup(ctx, args[1:], stderr)
 	case "mcp":
@@ -167,6 +172,7 @@ type Main struct {
 	listener net.Listener
 	cancel   context.CancelFunc
 	done     chan struct{}
+	search   *search.Indexer
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -235,8 +241,16 @@ func (m *Main) Run(ctx context.Context) error {
 		m.BaseURL = "http://" + ln.Addr().String()
 	}
 	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
-	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version}, m.Log)
+	// Full-text search: the index lives beside the database and follows its queue.
+	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
+	if err := m.search.Start(ctx); err != nil {
+		ln.Close()
+		store.Close()
+		return err
+	}
+	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search}, m.Log)
 	if err != nil {
+		m.search.Close()
 		ln.Close()
 		store.Close()
 		return err
@@ -274,6 +288,11 @@ func (m *Main) Close() error {
 	m.cancel()
 	<-m.done
 	<-m.done
+	if m.search != nil {
+		if e := m.search.Close(); err == nil {
+			err = e
+		}
+	}
 	if e := m.store.Close(); err == nil {
 		err = e
 	}

@@ -16,6 +16,7 @@ const (
 	ECodeForbidden          = "forbidden"
 	ECodeAccessDenied       = "access_denied"
 	ECodeNotFound           = "not_found"
+	ECodeMethodNotAllowed   = "method_not_allowed" // /mcp only: /v1 answers not_found
 	ECodeInboxRetired       = "inbox_retired"
 	ECodeInboxConflict      = "inbox_conflict"
 	ECodeInboxLimit         = "inbox_limit"

@@ -269,6 +269,9 @@ func (s *Store) DeleteInbox(ctx context.Context, in *Inbox) error {
 				return err
 			}
 		}
+		if err := enqueueInboxDrop(ctx, tx, in.ID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET retired_at = ?, display_name = NULL, grp = NULL WHERE id = ?", millis(now), in.ID)
 		return err
 	})

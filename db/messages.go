@@ -166,6 +166,9 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, erro
 	if err := refreshThread(ctx, tx, threadRow); err != nil {
 		return st, err
 	}
+	if err := enqueueIndex(ctx, tx, "m.id = ?", rowID); err != nil {
+		return st, err
+	}
 	return Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: threadUUID}, nil
 }
 
@@ -576,6 +579,12 @@ func applyLabels(ctx context.Context, tx *sql.Tx, add, remove []string, where st
 	for _, t := range threads {
 		if err := refreshThread(ctx, tx, t); err != nil {
 			return err
+		}
+	}
+	// Trash hides a message from search; other labels are not searched.
+	for _, l := range append(append([]string(nil), add...), remove...) {
+		if l == LabelTrash || l == LabelQuarantined {
+			return enqueueIndex(ctx, tx, where, args...)
 		}
 	}
 	return nil

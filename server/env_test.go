@@ -18,6 +18,7 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
+	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -39,13 +40,16 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	dir := t.TempDir()
+	store, err := db.Open(ctx, filepath.Join(dir, "inboxd.db"), db.Options{})
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := mail.NewService(store, testDomain, 0, log)
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain}, log)
+	index := search.NewIndexer(filepath.Join(dir, "inboxd.db.index"), server.SearchSource(store), search.Options{Log: log})
+	c.Assert(index.Start(ctx), qt.IsNil)
+	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: index}, log)
 	c.Assert(err, qt.IsNil)
 	ts := httptest.NewServer(srv)
 	workCtx, cancel := context.WithCancel(ctx)
@@ -55,6 +59,7 @@ func newEnv(t *testing.T) *env {
 		ts.Close()
 		cancel()
 		<-done
+		index.Close()
 		store.Close()
 	})
 	e := &env{t: t, store: store, schema: v, url: ts.URL}

@@ -25,6 +25,7 @@ var statusOf = map[string]int{
 	db.ECodeQuarantineReview:   http.StatusForbidden,
 	db.ECodeMessageQuarantined: http.StatusForbidden,
 	db.ECodeNotFound:           http.StatusNotFound,
+	db.ECodeMethodNotAllowed:   http.StatusMethodNotAllowed,
 	db.ECodeInboxRetired:       http.StatusGone,
 	db.ECodeInboxConflict:      http.StatusConflict,
 	db.ECodeIdempotency:        http.StatusConflict,

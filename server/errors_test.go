@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/server"
 )
 
 func TestAuthErrors(t *testing.T) {
@@ -46,6 +50,8 @@ func TestRequestSyntaxErrors(t *testing.T) {
 	e.fails(400, "invalid_request", "POST", "/v1/inboxes?x=1", e.full, map[string]any{"username": "x"})
 	e.fails(400, "invalid_request", "GET", p+"/messages?labels=%zz", e.full, nil)
 	e.fails(400, "invalid_request", "GET", p+"/messages?limit=1&limit=2", e.full, nil)
+	e.fails(422, "invalid_argument", "DELETE", p, e.full, map[string]any{"force": true}) // deleteInbox takes no body
+	e.ok("getInbox", "GET", p, e.full, nil)                                              // and deleted nothing
 }
 
 func TestValidationNamesTheField(t *testing.T) {
@@ -188,6 +194,13 @@ func TestMailboxKey(t *testing.T) {
 func TestAbsentOperationSaysSo(t *testing.T) {
 	e := newEnv(t)
 	in := e.createInbox("ops")
+	// A server built without a search index says searchMessages is not available.
+	log := slog.New(slog.DiscardHandler)
+	srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, log), e.schema, server.Config{Domain: testDomain}, log)
+	qt.Assert(t, err, qt.IsNil)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	e.url = ts.URL
 	r := e.fails(404, "not_found", "GET", inboxPath(in)+"/messages/search?query=x", e.full, nil)
 	qt.Assert(t, string(r.body), qt.Contains, "searchMessages is not available")
 }

@@ -70,11 +70,7 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		// 405 has no code in the error table (only /mcp uses it), so it is written here
-		// rather than through writeError.
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{errorDetail{
-			Code: "method_not_allowed", Message: "/mcp accepts only POST (MCP Streamable HTTP, stateless)",
-		}})
+		writeError(w, db.Errorf(db.ECodeMethodNotAllowed, "/mcp accepts only POST (MCP Streamable HTTP, stateless)"), h.s.log)
 		return
 	}
 	for _, o := range r.Header.Values("Origin") {

@@ -15,6 +15,7 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
+	"github.com/inboxd/inboxd/search"
 )
 
 // MaxBodyBytes bounds every request body (API-NOTES section 3).
@@ -25,6 +26,9 @@ type Config struct {
 	BaseURL string // public base URL: download links and the OpenAPI servers entry
 	Domain  string // default domain of new inboxes
 	Version string
+	// Search answers searchMessages; nil means the server runs without an index and the
+	// operation answers 404.
+	Search *search.Indexer
 }
 
 // Server serves the HTTP API.
@@ -87,6 +91,7 @@ func (s *Server) routes() *httprouter.Router {
 		"getThread":           s.handleThreadGet,
 		"updateThreadLabels":  s.handleThreadLabels,
 		"getUsage":            s.handleUsageGet,
+		"searchMessages":      s.handleMessagesSearch,
 	}
 	// httprouter cannot hold a static segment beside a parameter, so ".../messages/search"
 	// (GET) and ".../messages/send" (POST) share the ".../messages/:messageId" node with

@@ -1,0 +1,248 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// The analyzer is Postgres' "simple" configuration with one addition for mail: words are
+// lowercased runs of letters and digits, with no stemming and no stop words; and where
+// words are joined by '.', '@', '-', '_', '+' or an apostrophe without spaces
+// ("alice@example.com", "follow-up", "v1.2"), the whole compound is indexed too, at the
+// position of its first word. An address also yields its domain and the domain's parent
+// domains ("mail.example.com", "example.com"), so a search for a sender's domain finds
+// the sender. Han, Hiragana and Katakana characters are one word each.
+
+// AnalyzerName is the name of the analyzer in bleve's registry and in the mapping.
+const AnalyzerName = "inboxd"
+
+const (
+	maxWordRunes     = 64  // longer runs (base64, hashes) are skipped, not indexed
+	maxCompoundBytes = 254 // an email address is at most 254 octets
+)
+
+// pairAnalyzerName names the analyzer of body word pairs (commongrams.go).
+const pairAnalyzerName = "inboxd_pairs"
+
+func init() {
+	registry.RegisterAnalyzer(AnalyzerName, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
+		return analyzer{}, nil
+	})
+	registry.RegisterAnalyzer(pairAnalyzerName, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
+		return pairAnalyzer{}, nil
+	})
+}
+
+// analyzer implements analysis.Analyzer with Tokenize.
+type analyzer struct{}
+
+func (analyzer) Analyze(input []byte) analysis.TokenStream {
+	// Few allocations for all tokens and terms: indexing speed is mostly allocation and
+	// garbage collection.
+	slab := make([]analysis.Token, 0, len(input)/5+4)
+	buf := make([]byte, 0, len(input)+len(input)/4)
+	tokenize(string(input), func(t token) {
+		start := len(buf)
+		buf = append(buf, t.term...)
+		slab = append(slab, analysis.Token{Term: buf[start:len(buf):len(buf)], Position: t.pos, Type: analysis.AlphaNumeric})
+	})
+	out := make(analysis.TokenStream, len(slab))
+	for i := range slab {
+		out[i] = &slab[i]
+	}
+	return out
+}
+
+// keywordAnalyzer indexes a whole value as one term, like bleve's "keyword" analyzer.
+type keywordAnalyzer struct{}
+
+func (keywordAnalyzer) Analyze(input []byte) analysis.TokenStream {
+	return analysis.TokenStream{{Term: input, Position: 1, Start: 0, End: len(input), Type: analysis.AlphaNumeric}}
+}
+
+// token is one term of a text with its 1-based word position. compound is set for the
+// joined forms ("alice@example.com"), which share the position of their first word.
+type token struct {
+	term     string
+	pos      int
+	compound bool
+}
+
+// asciiWord marks the ASCII letters and digits; most mail is ASCII, and the table keeps
+// tokenizing cheap.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	return t
+}()
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
+}
+
+func isIdeograph(r rune) bool {
+	if r < 0x2E80 {
+		return false
+	}
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+}
+
+func isJoiner(r rune) bool {
+	switch r {
+	case '.', '@', '-', '_', '+', '\'', '’':
+		return true
+	}
+	return false
+}
+
+// tokenize calls emit for every term of s in position order.
+func tokenize(s string, emit func(token)) {
+	pos := 0
+	// The compound being collected: its byte range in s, first position and word count.
+	cStart, cEnd, cPos, cWords := -1, -1, 0, 0
+	flush := func() {
+		if cWords > 1 && cEnd-cStart <= maxCompoundBytes {
+			emitCompound(strings.ToLower(s[cStart:cEnd]), cPos, emit)
+		}
+		cStart, cWords = -1, 0
+	}
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isWordRune(r) {
+			// A single joiner between two words keeps the compound going.
+			if cStart >= 0 && i == cEnd && isJoiner(r) && i+size < len(s) {
+				next, _ := utf8.DecodeRuneInString(s[i+size:])
+				if isWordRune(next) && !isIdeograph(next) {
+					i += size
+					continue
+				}
+			}
+			flush()
+			i += size
+			continue
+		}
+		if isIdeograph(r) {
+			flush()
+			pos++
+			emit(token{term: string(unicode.ToLower(r)), pos: pos})
+			i += size
+			continue
+		}
+		start := i
+		runes := 0
+		for i < len(s) {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if !isWordRune(r) || isIdeograph(r) {
+				break
+			}
+			i += size
+			runes++
+		}
+		pos++
+		if runes > maxWordRunes {
+			flush()
+			continue
+		}
+		emit(token{term: lower(s[start:i]), pos: pos})
+		if cStart >= 0 && start > cEnd { // a joiner was skipped: is it still adjacent?
+			if start-cEnd > 4 { // joiners are at most 3 bytes ('’')
+				flush()
+			}
+		}
+		if cStart < 0 {
+			cStart, cPos = start, pos
+		}
+		cEnd = i
+		cWords++
+	}
+	flush()
+}
+
+// emitCompound emits a joined form and, for an address or a host name, its domains.
+func emitCompound(c string, pos int, emit func(token)) {
+	c = strings.Trim(c, ".@-_+'’")
+	if c == "" {
+		return
+	}
+	emit(token{term: c, pos: pos, compound: true})
+	host := c
+	if at := strings.LastIndexByte(c, '@'); at >= 0 {
+		host = c[at+1:]
+		if host != "" && strings.Contains(host, ".") {
+			emit(token{term: host, pos: pos + 1, compound: true})
+		} else {
+			return
+		}
+	}
+	// Parent domains of a host name with an alphabetic top-level label: mail.example.com
+	// also yields example.com (not com).
+	labels := strings.Split(host, ".")
+	if len(labels) < 3 || !alpha(labels[len(labels)-1]) {
+		return
+	}
+	for j := 1; j+2 <= len(labels) && j <= 4; j++ {
+		emit(token{term: strings.Join(labels[j:], "."), pos: pos + 1, compound: true})
+	}
+}
+
+func alpha(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// lower lowercases s, without allocating when it is already lowercase ASCII.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+// Terms returns the terms of a query word as the index holds them: one term when the word
+// is a single word or a compound ("alice@example.com"), else the words in order (a word
+// like "foo/bar" or "東京" matches as a phrase).
+func Terms(word string) []string {
+	var words []string
+	var whole string
+	tokenize(word, func(t token) {
+		if t.compound {
+			if whole == "" {
+				whole = t.term
+			}
+			return
+		}
+		words = append(words, t.term)
+	})
+	if whole != "" && len(words) > 0 && covers(word, whole) {
+		return []string{whole}
+	}
+	return words
+}
+
+// covers reports whether the compound is the whole word, up to case and edge punctuation.
+func covers(word, compound string) bool {
+	w := strings.ToLower(strings.TrimFunc(word, func(r rune) bool { return !isWordRune(r) }))
+	return w == compound
+}

@@ -1,0 +1,425 @@
+// Package search is the full-text index of messages: the bleve mapping, the batch
+// indexer that follows the store's durable index queue, and the query language. It is a
+// leaf: it knows nothing of the store but what a Source gives it, and nothing outside it
+// knows the index is bleve.
+package search
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/keyword" // the mapping's keyword fields
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// Caps on what of a message is indexed (API-NOTES section 7).
+const (
+	MaxSubject = 4096
+	MaxFrom    = 4096
+	MaxTo      = 8192
+	MaxBody    = 128 << 10
+)
+
+// Version is the layout of documents and mapping. An index of another version is rebuilt.
+const Version = "2"
+
+// Field names in the index.
+const (
+	fSubject = "s"   // subject: weight A
+	fFrom    = "f"   // from address and name: weight B
+	fTo      = "t"   // to and cc addresses and names: weight B
+	fBody    = "b"   // plain-text body and attachment filenames: weight C
+	fPairs   = "bp"  // body word pairs with a common word (commongrams.go): phrase candidates
+	fInbox   = "in"  // inbox row id (keyword)
+	fCat     = "cat" // triage filters (keywords, complete results only)
+	fReply   = "nr"
+	fUrgency = "urg"
+	fHas     = "has" // "attachment"
+	fDay     = "day" // days since the epoch, UTC (numeric, for before:/after:)
+)
+
+// Boosts of the weight classes: a subject hit outranks an address hit, which outranks a
+// body hit, for any realistic term frequency.
+const (
+	boostSubject = 8.0
+	boostAddress = 3.0
+	boostBody    = 1.0
+)
+
+// Internal keys bleve keeps with the segments, so they are persisted atomically with the
+// documents they describe.
+var (
+	keySeq     = []byte("inboxd.seq")     // last applied queue sequence number
+	keyStore   = []byte("inboxd.store")   // identity of the store the index follows
+	keyVersion = []byte("inboxd.version") // Version
+)
+
+// Doc is what the index holds of one message. Nothing of it is stored in the index but
+// what identifies the row (ID and TS); the rest is indexed only.
+type Doc struct {
+	ID          int64 // message row id
+	Inbox       int64 // inbox row id
+	TS          int64 // milliseconds since the epoch
+	Subject     string
+	From        string   // "Name <addr>" or addr
+	To          []string // to and cc
+	Body        string   // plain text
+	Attachments []string // filenames
+	// Complete triage results, "" when absent (API-NOTES section 8).
+	Category, NeedsReply, Urgency string
+}
+
+// day is the UTC day of a timestamp in ms, as days since the epoch.
+func day(ms int64) int64 {
+	d := ms / 86400000
+	if ms < 0 && ms%86400000 != 0 {
+		d--
+	}
+	return d
+}
+
+// docID is the index id of a message: its timestamp and row id, fixed width so that it
+// carries the tie-breaking sort key of a hit without a lookup.
+func docID(ts, id int64) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(ts)^(1<<63))
+	binary.BigEndian.PutUint64(b[8:], uint64(id))
+	return hex.EncodeToString(b[:])
+}
+
+func parseDocID(s string) (ts, id int64, ok bool) {
+	var b [16]byte
+	if len(s) != 32 {
+		return 0, 0, false
+	}
+	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
+		return 0, 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b[:8]) ^ (1 << 63)), int64(binary.BigEndian.Uint64(b[8:])), true
+}
+
+// Index is the bleve index of all inboxes' messages.
+type Index struct {
+	b    bleve.Index
+	path string
+	m    *mapping.IndexMappingImpl
+}
+
+// newMapping is the explicit mapping: every field named, nothing dynamic, nothing stored.
+func newMapping() *mapping.IndexMappingImpl {
+	text := func(vectors bool) *mapping.FieldMapping {
+		f := mapping.NewTextFieldMapping()
+		f.Analyzer = AnalyzerName
+		f.Store = false
+		f.IncludeInAll = false
+		f.DocValues = false
+		f.IncludeTermVectors = vectors
+		return f
+	}
+	kw := func() *mapping.FieldMapping {
+		f := mapping.NewKeywordFieldMapping()
+		f.Store = false
+		f.IncludeInAll = false
+		f.DocValues = false
+		f.IncludeTermVectors = false
+		return f
+	}
+	num := mapping.NewNumericFieldMapping()
+	num.Store, num.IncludeInAll, num.DocValues = false, false, false
+
+	dm := mapping.NewDocumentStaticMapping()
+	dm.AddFieldMappingsAt(fSubject, text(true))
+	dm.AddFieldMappingsAt(fFrom, text(true))
+	dm.AddFieldMappingsAt(fTo, text(true))
+	dm.AddFieldMappingsAt(fBody, text(bodyVectors))
+	pairs := text(false)
+	pairs.Analyzer = pairAnalyzerName
+	pairs.SkipFreqNorm = true
+	dm.AddFieldMappingsAt(fPairs, pairs)
+	for _, f := range []string{fInbox, fCat, fReply, fUrgency, fHas} {
+		dm.AddFieldMappingsAt(f, kw())
+	}
+	dm.AddFieldMappingsAt(fDay, num)
+
+	m := mapping.NewIndexMapping()
+	m.DefaultMapping = dm
+	m.DefaultAnalyzer = AnalyzerName
+	m.StoreDynamic = false
+	m.IndexDynamic = false
+	m.DocValuesDynamic = false
+	return m
+}
+
+// bodyVectors: whether body positions are indexed (needed for exact phrase matches in the
+// body). See BENCHMARKS.md for what they cost.
+const bodyVectors = false
+
+var (
+	optText     = index.IndexField | index.IncludeTermVectors
+	optBody     = index.IndexField
+	optKeyword  = index.IndexField
+	optNumeric  = index.IndexField
+	optPairs    = index.IndexField | index.SkipFreqNorm
+	kwAnalyzer  = keywordAnalyzer{}
+	textAnalyze = analyzer{}
+)
+
+func init() {
+	if bodyVectors {
+		optBody |= index.IncludeTermVectors
+	}
+}
+
+// document builds the bleve document of d directly, which is what the mapping would
+// produce, without its reflection.
+func (d *Doc) document() *document.Document {
+	doc := document.NewDocument(docID(d.TS, d.ID))
+	addText := func(name, v string, opts index.FieldIndexingOptions) {
+		if v != "" {
+			doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), opts, textAnalyze))
+		}
+	}
+	addKeyword := func(name, v string) {
+		if v != "" {
+			doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), optKeyword, kwAnalyzer))
+		}
+	}
+	texts := fieldTexts(d)
+	addText(fSubject, texts[fSubject], optText)
+	addText(fFrom, texts[fFrom], optText)
+	addText(fTo, texts[fTo], optText)
+	addText(fBody, texts[fBody], optBody)
+	if texts[fBody] != "" {
+		doc.AddField(document.NewTextFieldCustom(fPairs, nil, []byte(texts[fBody]), optPairs, pairAnalyzer{}))
+	}
+	addKeyword(fInbox, strconv.FormatInt(d.Inbox, 10))
+	addKeyword(fCat, d.Category)
+	addKeyword(fReply, d.NeedsReply)
+	addKeyword(fUrgency, d.Urgency)
+	if len(d.Attachments) > 0 {
+		addKeyword(fHas, "attachment")
+	}
+	// Days, not milliseconds: dates are what before:/after: compare, and a value per
+	// message would add a dozen unique terms per message to the index.
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fDay, nil, float64(day(d.TS)), optNumeric))
+	return doc
+}
+
+func joinCapped(parts []string, max int) string {
+	n := 0
+	for i, p := range parts {
+		if n+len(p)+2 > max {
+			parts = parts[:i]
+			break
+		}
+		n += len(p) + 2
+	}
+	var out []byte
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ", "...)
+		}
+		out = append(out, p...)
+	}
+	return string(out)
+}
+
+// capString cuts s to at most max bytes, on a rune boundary.
+func capString(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && max < len(s) && s[max]&0xC0 == 0x80 {
+		max--
+	}
+	return s[:max]
+}
+
+// ErrCorrupt means the index directory exists but cannot be used; rebuild it.
+var ErrCorrupt = errors.New("search: index is unusable")
+
+// Meta describes what an index holds.
+type Meta struct {
+	Seq     int64  // last applied queue sequence number
+	Store   string // identity of the store it follows
+	Version string
+}
+
+// Open opens the index at path. A missing index is created empty (Meta.Version is then
+// ""); an unreadable one returns ErrCorrupt.
+func Open(path string) (*Index, Meta, error) {
+	m := newMapping()
+	cfg := map[string]interface{}{
+		// Batches return once applied in memory; persistence is tracked per batch with
+		// a callback, and the queue is trimmed only behind it.
+		"unsafe_batch": true,
+		"bolt_timeout": "2s",
+	}
+	var b bleve.Index
+	var err error
+	if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
+		b, err = bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
+		if err != nil {
+			return nil, Meta{}, fmt.Errorf("search: create %s: %w", path, err)
+		}
+	} else {
+		b, err = bleve.OpenUsing(path, cfg)
+		if err != nil {
+			if isLocked(err) {
+				return nil, Meta{}, fmt.Errorf("search: %s is in use by another process: %w", path, err)
+			}
+			return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		}
+	}
+	ix := &Index{b: b, path: path, m: m}
+	meta, err := ix.meta()
+	if err != nil {
+		b.Close()
+		return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	return ix, meta, nil
+}
+
+func isLocked(err error) bool {
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || err.Error() == "timeout")
+}
+
+func (ix *Index) meta() (Meta, error) {
+	var m Meta
+	seq, err := ix.b.GetInternal(keySeq)
+	if err != nil {
+		return m, err
+	}
+	if len(seq) == 8 {
+		m.Seq = int64(binary.BigEndian.Uint64(seq))
+	}
+	st, err := ix.b.GetInternal(keyStore)
+	if err != nil {
+		return m, err
+	}
+	v, err := ix.b.GetInternal(keyVersion)
+	if err != nil {
+		return m, err
+	}
+	m.Store, m.Version = string(st), string(v)
+	return m, nil
+}
+
+// Close closes the index; batches already applied are persisted first.
+func (ix *Index) Close() error { return ix.b.Close() }
+
+// Path is the directory of the index.
+func (ix *Index) Path() string { return ix.path }
+
+// DocCount is the number of messages in the index.
+func (ix *Index) DocCount() (uint64, error) { return ix.b.DocCount() }
+
+// Batch collects changes to apply together.
+type Batch struct {
+	b   *bleve.Batch
+	ix  *Index
+	n   int
+	err error
+}
+
+// NewBatch starts a batch.
+func (ix *Index) NewBatch() *Batch { return &Batch{b: ix.b.NewBatch(), ix: ix} }
+
+// Put indexes d, replacing what the index held for it.
+func (bt *Batch) Put(d *Doc) {
+	if err := bt.b.IndexAdvanced(d.document()); err != nil && bt.err == nil {
+		bt.err = err
+	}
+	bt.n++
+}
+
+// Delete removes the message with that timestamp and row id.
+func (bt *Batch) Delete(ts, id int64) {
+	bt.b.Delete(docID(ts, id))
+	bt.n++
+}
+
+// Len is the number of changes in the batch.
+func (bt *Batch) Len() int { return bt.n }
+
+// Apply applies the batch and records seq and the store identity with it. persisted, if
+// not nil, is called once the batch is on disk.
+func (ix *Index) Apply(bt *Batch, seq int64, store string, persisted func(error)) error {
+	if bt.err != nil {
+		return bt.err
+	}
+	var s [8]byte
+	binary.BigEndian.PutUint64(s[:], uint64(seq))
+	bt.b.SetInternal(keySeq, s[:])
+	bt.b.SetInternal(keyStore, []byte(store))
+	bt.b.SetInternal(keyVersion, []byte(Version))
+	if persisted != nil {
+		var once sync.Once
+		bt.b.SetPersistedCallback(func(err error) { once.Do(func() { persisted(err) }) })
+	}
+	return ix.b.Batch(bt.b)
+}
+
+// InboxDocs returns the ids (timestamp, row id) of every message of an inbox in the index.
+func (ix *Index) InboxDocs(ctx context.Context, inbox int64) ([][2]int64, error) {
+	q := query.NewTermQuery(strconv.FormatInt(inbox, 10))
+	q.SetField(fInbox)
+	var out [][2]int64
+	err := ix.scan(ctx, q, "none", func(_ float64, ts, id int64) bool {
+		out = append(out, [2]int64{ts, id})
+		return true
+	})
+	return out, err
+}
+
+// scan runs q over a fresh reader and calls fn with every hit's score and key.
+func (ix *Index) scan(ctx context.Context, q query.Query, score string, fn func(score float64, ts, id int64) bool) error {
+	adv, err := ix.b.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s, err := q.Searcher(ctx, r, ix.m, bsearch.SearcherOptions{Score: score})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sctx := &bsearch.SearchContext{DocumentMatchPool: bsearch.NewDocumentMatchPool(s.DocumentMatchPoolSize()+1, 0), IndexReader: r}
+	for n := 0; ; n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d, err := s.Next(sctx)
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return nil
+		}
+		ext, err := r.ExternalID(d.IndexInternalID)
+		if err != nil {
+			return err
+		}
+		ts, id, ok := parseDocID(ext)
+		sc := d.Score
+		sctx.DocumentMatchPool.Put(d)
+		if ok && !fn(sc, ts, id) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,465 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Change is one row of the store's index queue: a message to reindex (or drop, when the
+// store no longer has it searchable), or, with Message 0, a deleted inbox to drop whole.
+type Change struct {
+	Seq, Message, Inbox, TS int64
+}
+
+// Source is what the indexer needs of the store. The store is the truth; the index is
+// derived from it and can always be rebuilt.
+type Source interface {
+	// StoreID identifies the store; an index built from another store is rebuilt.
+	StoreID(ctx context.Context) (string, error)
+	// QueueBounds returns the newest sequence number ever queued and the oldest still queued
+	// (last+1 when the queue is empty).
+	QueueBounds(ctx context.Context) (last, first int64, err error)
+	// LastSeq returns the newest sequence number ever queued.
+	LastSeq(ctx context.Context) (int64, error)
+	// Changes returns up to limit queued changes after seq, in order.
+	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+	// Docs returns the searchable messages among ids; a message left out is dropped.
+	Docs(ctx context.Context, ids []int64) ([]Doc, error)
+	// Scan returns up to limit searchable messages with a row id above after, by row id.
+	Scan(ctx context.Context, after int64, limit int) ([]Doc, error)
+	// Count returns the number of searchable messages.
+	Count(ctx context.Context) (int64, error)
+	// Trim deletes queued changes up to seq: the index has them on disk.
+	Trim(ctx context.Context, through int64) error
+}
+
+// Options tunes an Indexer; zero values take the defaults.
+type Options struct {
+	BatchSize int           // queue rows per batch (default 1000)
+	Poll      time.Duration // how often the queue is checked without a wake-up (default 200ms)
+	// Wait bounds how long a search waits for the index to catch up with the newest
+	// committed write (default 500ms); after it the search answers from what is indexed.
+	Wait time.Duration
+	Log  *slog.Logger
+}
+
+// ErrNotReady means the index is being built and cannot answer yet.
+var ErrNotReady = errors.New("search: the index is being rebuilt")
+
+// Indexer keeps an Index in step with its Source and answers searches.
+type Indexer struct {
+	path string
+	src  Source
+	opt  Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	ix       *Index // nil while rebuilding
+	store    string
+	advanced chan struct{} // closed and replaced whenever applied moves
+
+	applied   atomic.Int64 // last queue seq the index has (in memory)
+	persisted atomic.Int64 // last queue seq the index has on disk
+	trimmed   int64        // last seq trimmed from the queue (loop goroutine only)
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // why the loop stopped, if it failed
+}
+
+// NewIndexer returns an indexer of the index directory path, fed from src.
+func NewIndexer(path string, src Source, opt Options) *Indexer {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 1000
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 200 * time.Millisecond
+	}
+	if opt.Wait <= 0 {
+		opt.Wait = 500 * time.Millisecond
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Indexer{path: path, src: src, opt: opt, log: opt.Log, advanced: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// Start opens the index and starts following the queue. An index that is missing,
+// unreadable, of another version or store, or older than the store (it misses changes
+// the queue no longer holds) is rebuilt in the background; searches answer ErrNotReady
+// until it is done.
+func (x *Indexer) Start(ctx context.Context) error {
+	store, err := x.src.StoreID(ctx)
+	if err != nil {
+		return err
+	}
+	x.store = store
+	ix, meta, err := Open(x.path)
+	if errors.Is(err, ErrCorrupt) {
+		x.log.Warn("search index unreadable; rebuilding it", "path", x.path, "err", err)
+		if err := os.RemoveAll(x.path); err != nil {
+			return err
+		}
+		ix, meta, err = Open(x.path)
+	}
+	if err != nil {
+		return err
+	}
+	last, first, err := x.src.QueueBounds(ctx)
+	if err != nil {
+		ix.Close()
+		return err
+	}
+	count := int64(-1)
+	if meta.Version == "" {
+		if count, err = x.src.Count(ctx); err != nil {
+			ix.Close()
+			return err
+		}
+	}
+	rebuild := ""
+	switch {
+	case meta.Version == "" && count == 0:
+		// A new index of a store with nothing searchable is complete as it is; what is
+		// still queued only drops messages.
+		meta.Seq = first - 1
+	case meta.Version == "":
+		rebuild = "new index"
+	case meta.Version != Version:
+		rebuild = "index version " + meta.Version + ", want " + Version
+	case meta.Store != store:
+		rebuild = "index of another database"
+	case meta.Seq < first-1:
+		rebuild = fmt.Sprintf("index at change %d, but changes up to %d are gone from the queue", meta.Seq, first-1)
+	case meta.Seq > last:
+		rebuild = fmt.Sprintf("index at change %d is newer than the database (%d)", meta.Seq, last)
+	}
+	if rebuild != "" {
+		ix.Close()
+	} else {
+		x.ix = ix
+		x.applied.Store(meta.Seq)
+		x.persisted.Store(meta.Seq)
+		x.trimmed = first - 1
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	x.cancel, x.done = cancel, make(chan struct{})
+	go x.loop(loopCtx, rebuild)
+	return nil
+}
+
+// Close stops the indexer and closes the index once what it applied is on disk.
+func (x *Indexer) Close() error {
+	if x.cancel == nil {
+		return nil
+	}
+	x.cancel()
+	<-x.done
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ix == nil {
+		return x.err
+	}
+	err := x.ix.Close()
+	x.ix = nil
+	return errors.Join(x.err, err)
+}
+
+func (x *Indexer) loop(ctx context.Context, rebuild string) {
+	defer close(x.done)
+	if rebuild != "" {
+		x.log.Info("rebuilding the search index", "path", x.path, "reason", rebuild)
+		start := time.Now()
+		n, err := Rebuild(ctx, x.path, x.src, nil)
+		if err != nil {
+			if ctx.Err() == nil {
+				x.log.Error("search index rebuild failed", "err", err)
+				x.err = err
+			}
+			return
+		}
+		ix, meta, err := Open(x.path)
+		if err != nil {
+			x.log.Error("search index open after rebuild failed", "err", err)
+			x.err = err
+			return
+		}
+		x.mu.Lock()
+		x.ix = ix
+		x.mu.Unlock()
+		x.applied.Store(meta.Seq)
+		x.persisted.Store(meta.Seq)
+		x.notify()
+		x.log.Info("search index rebuilt", "messages", n, "duration_ms", time.Since(start).Milliseconds())
+	}
+	tick := time.NewTicker(x.opt.Poll)
+	defer tick.Stop()
+	for {
+		for {
+			n, err := x.step(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				x.log.Error("search indexer", "err", err)
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		x.trim(ctx)
+		select {
+		case <-ctx.Done():
+			x.flush()
+			return
+		case <-x.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// flush waits (bounded) until what was applied is on disk, then trims the queue behind it,
+// so a restart has little to replay.
+func (x *Indexer) flush() {
+	deadline := time.Now().Add(5 * time.Second)
+	for x.persisted.Load() < x.applied.Load() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	x.trim(ctx)
+}
+
+func (x *Indexer) trim(ctx context.Context) {
+	if p := x.persisted.Load(); p > x.trimmed {
+		if err := x.src.Trim(ctx, p); err != nil {
+			x.log.Warn("search index queue trim", "err", err)
+			return
+		}
+		x.trimmed = p
+	}
+}
+
+func (x *Indexer) notify() {
+	x.mu.Lock()
+	close(x.advanced)
+	x.advanced = make(chan struct{})
+	x.mu.Unlock()
+}
+
+// step applies one batch of queued changes; it returns how many it applied.
+func (x *Indexer) step(ctx context.Context) (int, error) {
+	changes, err := x.src.Changes(ctx, x.applied.Load(), x.opt.BatchSize)
+	if err != nil || len(changes) == 0 {
+		return 0, err
+	}
+	x.mu.Lock()
+	ix := x.ix
+	x.mu.Unlock()
+	if ix == nil {
+		return 0, ErrNotReady
+	}
+	var ids []int64
+	for _, c := range changes {
+		if c.Message != 0 {
+			ids = append(ids, c.Message)
+		}
+	}
+	docs, err := x.src.Docs(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	byID := make(map[int64]*Doc, len(docs))
+	for i := range docs {
+		byID[docs[i].ID] = &docs[i]
+	}
+	bt := ix.NewBatch()
+	for i, c := range changes {
+		if c.Message == 0 {
+			// A deleted inbox: apply what came before, then drop everything of the inbox
+			// the index holds.
+			if bt.Len() > 0 {
+				if err := x.apply(ix, bt, changes[i-1].Seq); err != nil {
+					return 0, err
+				}
+				bt = ix.NewBatch()
+			}
+			keys, err := ix.InboxDocs(ctx, c.Inbox)
+			if err != nil {
+				return 0, err
+			}
+			for _, k := range keys {
+				bt.Delete(k[0], k[1])
+			}
+			if err := x.apply(ix, bt, c.Seq); err != nil {
+				return 0, err
+			}
+			bt = ix.NewBatch()
+			continue
+		}
+		if d, ok := byID[c.Message]; ok {
+			bt.Put(d)
+		} else {
+			bt.Delete(c.TS, c.Message)
+		}
+	}
+	if err := x.apply(ix, bt, changes[len(changes)-1].Seq); err != nil {
+		return 0, err
+	}
+	return len(changes), nil
+}
+
+func (x *Indexer) apply(ix *Index, bt *Batch, seq int64) error {
+	err := ix.Apply(bt, seq, x.store, func(err error) {
+		if err == nil {
+			for {
+				p := x.persisted.Load()
+				if p >= seq || x.persisted.CompareAndSwap(p, seq) {
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	x.applied.Store(seq)
+	x.notify()
+	return nil
+}
+
+// DocCount returns how many messages the index holds.
+func (x *Indexer) DocCount() (uint64, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ix == nil {
+		return 0, ErrNotReady
+	}
+	return x.ix.DocCount()
+}
+
+func (x *Indexer) ready() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.ix != nil
+}
+
+// Applied returns the last queue sequence number the index holds.
+func (x *Indexer) Applied() int64 { return x.applied.Load() }
+
+// CatchUp waits, at most the configured bound, until the index holds every change
+// committed before the call. It reports whether it caught up.
+func (x *Indexer) CatchUp(ctx context.Context) (bool, error) {
+	want, err := x.src.LastSeq(ctx)
+	if err != nil {
+		return false, err
+	}
+	if x.ready() && x.applied.Load() >= want {
+		return true, nil
+	}
+	select {
+	case x.wake <- struct{}{}:
+	default:
+	}
+	timer := time.NewTimer(x.opt.Wait)
+	defer timer.Stop()
+	for {
+		x.mu.Lock()
+		ch := x.advanced
+		x.mu.Unlock()
+		if x.ready() && x.applied.Load() >= want {
+			return true, nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// Search answers one page of a search. It first waits (bounded) for the index to hold
+// every change committed before the call, so a client finds what it just wrote.
+func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) {
+	if _, err := x.CatchUp(ctx); err != nil {
+		return nil, false, err
+	}
+	x.mu.Lock()
+	ix := x.ix
+	x.mu.Unlock()
+	if ix == nil {
+		return nil, false, ErrNotReady
+	}
+	if !req.Query.needsVerify() {
+		return ix.Search(ctx, req)
+	}
+	return x.searchVerified(ctx, ix, req)
+}
+
+// searchVerified answers a query with a phrase that may match in the body, whose word
+// positions the index does not hold (they would double its size): the index finds the
+// messages with all the words, in result order, and the phrase is checked against the
+// stored text until the page is full.
+func (x *Indexer) searchVerified(ctx context.Context, ix *Index, req Request) ([]Hit, bool, error) {
+	var cands []Hit
+	err := ix.scanScored(ctx, ix.bleveQuery(req), func(score float64, key func() (int64, int64, bool)) {
+		if req.After != nil && score > req.After.Score {
+			return
+		}
+		ts, id, ok := key()
+		if !ok {
+			return
+		}
+		h := Hit{ID: id, TS: ts, Score: score}
+		if req.After != nil && !req.After.before(h) {
+			return
+		}
+		cands = append(cands, h)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].before(cands[j]) })
+	out := make([]Hit, 0, req.Limit+1)
+	chunk := 32
+	for i := 0; i < len(cands) && len(out) <= req.Limit; i += chunk {
+		part := cands[i:min(i+chunk, len(cands))]
+		ids := make([]int64, len(part))
+		for j, h := range part {
+			ids[j] = h.ID
+		}
+		docs, err := x.src.Docs(ctx, ids)
+		if err != nil {
+			return nil, false, err
+		}
+		byID := make(map[int64]*Doc, len(docs))
+		for j := range docs {
+			byID[docs[j].ID] = &docs[j]
+		}
+		for _, h := range part {
+			if d, ok := byID[h.ID]; ok && req.Query.matches(d) {
+				out = append(out, h)
+				if len(out) > req.Limit {
+					break
+				}
+			}
+		}
+		chunk = min(chunk*2, 512)
+	}
+	more := len(out) > req.Limit
+	if more {
+		out = out[:req.Limit]
+	}
+	return out, more, nil
+}

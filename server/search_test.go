@@ -1,0 +1,432 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/schema"
+	"github.com/inboxd/inboxd/search"
+	"github.com/inboxd/inboxd/server"
+)
+
+// searchEnv is an API server with a search index, over its own temp database.
+type searchEnv struct {
+	*env
+	dir     string
+	indexer *search.Indexer
+	inbox   *db.Inbox
+	n       int
+}
+
+func newSearchEnv(t *testing.T) *searchEnv {
+	t.Helper()
+	c := qt.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := db.Open(ctx, filepath.Join(dir, "inboxd.db"), db.Options{})
+	c.Assert(err, qt.IsNil)
+	v, err := schema.New()
+	c.Assert(err, qt.IsNil)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ix := search.NewIndexer(filepath.Join(dir, "inboxd.db.index"), server.SearchSource(store), search.Options{Log: log})
+	c.Assert(ix.Start(ctx), qt.IsNil)
+	svc := mail.NewService(store, testDomain, 0, log)
+	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: ix}, log)
+	c.Assert(err, qt.IsNil)
+	ts := httptest.NewServer(srv)
+	workCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svc.RunOutbound(workCtx); close(done) }()
+	e := &searchEnv{env: &env{t: t, store: store, schema: v, url: ts.URL}, dir: dir, indexer: ix}
+	t.Cleanup(func() {
+		ts.Close()
+		cancel()
+		<-done
+		qt.Check(t, e.indexer.Close(), qt.IsNil)
+		store.Close()
+	})
+	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
+	e.full = e.newKey("acme", db.AllScopes()...)
+	addr := e.createInbox("search")
+	e.inbox, err = store.InboxByAddress(ctx, "acme", addr)
+	c.Assert(err, qt.IsNil)
+	return e
+}
+
+// deliver stores received messages in the test inbox, one second apart, newest last.
+func (e *searchEnv) deliver(msgs ...db.NewMessage) []db.Stored {
+	e.t.Helper()
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range msgs {
+		m := &msgs[i]
+		e.n++
+		m.InboxID = e.inbox.ID
+		if m.MessageID == "" {
+			m.MessageID = fmt.Sprintf("<m%d@test>", e.n)
+		}
+		m.Direction = db.Received
+		if m.From == "" {
+			m.From = "someone@example.org"
+		}
+		if m.To == nil {
+			m.To = []string{e.inbox.Address}
+		}
+		if m.Timestamp.IsZero() {
+			m.Timestamp = base.Add(time.Duration(e.n) * time.Second)
+		}
+		m.Labels = db.InitialLabels(db.Received, m.Protection != nil && m.Protection.Status == db.ProtectionQuarantined, m.Labels)
+	}
+	st, err := e.store.Deliver(context.Background(), msgs)
+	qt.Assert(e.t, err, qt.IsNil)
+	return st
+}
+
+// search runs a search and returns the subjects found and the next page token.
+func (e *searchEnv) search(q string, extra ...string) ([]string, string) {
+	e.t.Helper()
+	v := url.Values{"query": {q}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v.Set(extra[i], extra[i+1])
+	}
+	res := e.ok("searchMessages", "GET", inboxPath(e.inbox.Address)+"/messages/search?"+v.Encode(), e.full, nil)
+	subjects := []string{}
+	for _, m := range res["messages"].([]any) {
+		subjects = append(subjects, m.(map[string]any)["subject"].(string))
+	}
+	next, _ := res["nextPageToken"].(string)
+	return subjects, next
+}
+
+func TestSearchRanksSubjectAboveBody(t *testing.T) {
+	e := newSearchEnv(t)
+	e.deliver(
+		db.NewMessage{Subject: "Lunch plans", Text: "The invoice is attached, the invoice for March."},
+		db.NewMessage{Subject: "Invoice for March", Text: "See the attachment."},
+		db.NewMessage{Subject: "Hello", Text: "Nothing to see.", From: "invoice@billing.example"},
+		db.NewMessage{Subject: "Unrelated", Text: "Nothing here either."},
+	)
+	got, next := e.search("INVOICE")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March", "Hello", "Lunch plans"})
+	qt.Assert(t, next, qt.Equals, "")
+}
+
+func TestSearchQueryLanguage(t *testing.T) {
+	e := newSearchEnv(t)
+	e.deliver(
+		db.NewMessage{Subject: "Weekly report", Text: "The red apple fell.", From: "alice.smith@mail.acme.com",
+			Attachments: []db.NewAttachment{{Filename: "figures-q3.pdf", ContentType: "application/pdf", Content: []byte("%PDF")}},
+			Timestamp:   time.Date(2025, 12, 31, 23, 0, 0, 0, time.UTC)},
+		db.NewMessage{Subject: "Re: weekly report", Text: "An apple, red and ripe.", From: "bob@globex.io", Cc: []string{"carol@acme.com"},
+			Timestamp: time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)},
+		db.NewMessage{Subject: "Newsletter", Text: "Apples and pears, the weekly digest.", From: "news@letters.example",
+			Timestamp: time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC)},
+	)
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"report", []string{"Re: weekly report", "Weekly report"}},
+		{"weekly -newsletter", []string{"Re: weekly report", "Weekly report"}},
+		{`"red apple"`, []string{"Weekly report"}},
+		{`"apple red"`, []string{"Re: weekly report"}},
+		{`-"red apple" apple`, []string{"Re: weekly report"}},
+		{`"red apple`, []string{"Weekly report"}},
+		{"pears OR ripe", []string{"Newsletter", "Re: weekly report"}},
+		{"WEEKLY Report", []string{"Re: weekly report", "Weekly report"}},
+		{"from:alice.smith@mail.acme.com", []string{"Weekly report"}},
+		{"acme.com", []string{"Re: weekly report", "Weekly report"}},
+		{"from:acme.com", []string{"Weekly report"}},
+		{"to:carol", []string{"Re: weekly report"}},
+		{`subject:"weekly report"`, []string{"Re: weekly report", "Weekly report"}},
+		{"subject:apple", []string{}},
+		{"has:attachment", []string{"Weekly report"}},
+		{"figures-q3.pdf", []string{"Weekly report"}},
+		{"before:2026-01-01", []string{"Weekly report"}},
+		{"after:2026-01-01 report", []string{"Re: weekly report"}},
+		{"after:2026-01-02", []string{"Newsletter"}},
+		{"weekly after:bogus", []string{}},
+		{"- -- OR", []string{}},
+		{"!!!", []string{}},
+		{"-newsletter", []string{"Re: weekly report", "Weekly report"}},
+	} {
+		// Which messages match; the order is the ranking tests' business.
+		got, _ := e.search(tc.q)
+		sort.Strings(got)
+		qt.Check(t, got, qt.DeepEquals, tc.want, qt.Commentf("query %s", tc.q))
+	}
+}
+
+func TestSearchFilters(t *testing.T) {
+	e := newSearchEnv(t)
+	complete := func(cat string, reply bool, urg string) *db.Triage {
+		u := urg
+		zero, no := int64(0), false
+		return &db.Triage{Status: db.TriageComplete, Version: 1, Model: "m", AnalyzedAt: "2026-03-01T12:00:00.000Z",
+			DurationMs: &zero, BodyTruncated: &no, Usage: &db.TriageUsage{},
+			Category:   &db.TriageCategory{Value: cat, Probabilities: map[string]float64{"billing": 0, "support": 0, "sales": 0, "personal": 0, "notification": 0, "other": 0}},
+			NeedsReply: &db.TriageNeedsReply{Value: &reply},
+			Urgency:    &db.TriageUrgency{Value: &u, Probabilities: map[string]float64{"0": 0, "1": 0, "2": 0, "3": 0}}}
+	}
+	e.deliver(
+		db.NewMessage{Subject: "Card declined", Text: "payment failed", Triage: complete("billing", true, "high")},
+		db.NewMessage{Subject: "Receipt", Text: "payment received", Triage: complete("billing", false, "low")},
+		db.NewMessage{Subject: "Question", Text: "payment options?", Triage: complete("sales", true, "high")},
+		db.NewMessage{Subject: "Pending", Text: "payment pending", Triage: &db.Triage{Status: db.TriagePending}},
+	)
+	got, _ := e.search("payment", "category", "billing")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Receipt", "Card declined"})
+	got, _ = e.search("payment", "needsReply", "yes", "urgency", "high")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Question", "Card declined"})
+	got, _ = e.search("payment", "category", "billing", "needsReply", "no")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Receipt"})
+	got, _ = e.search("payment", "urgency", "critical")
+	qt.Assert(t, got, qt.DeepEquals, []string{})
+}
+
+func TestSearchPaging(t *testing.T) {
+	e := newSearchEnv(t)
+	var msgs []db.NewMessage
+	for i := 0; i < 23; i++ {
+		// Scores differ (subject or body, one or more hits) and tie, so the order uses
+		// every key: relevance, then time, then id.
+		text := "status update"
+		if i%3 == 0 {
+			text = "status update: status is green"
+		}
+		subject := fmt.Sprintf("Note %02d", i)
+		if i%5 == 0 {
+			subject = fmt.Sprintf("Status %02d", i)
+		}
+		ts := time.Date(2026, 2, 1, 0, 0, i%4, 0, time.UTC) // many share a timestamp
+		msgs = append(msgs, db.NewMessage{Subject: subject, Text: text, Timestamp: ts})
+	}
+	e.deliver(msgs...)
+	all, next := e.search("status", "limit", "100")
+	qt.Assert(t, all, qt.HasLen, 23)
+	qt.Assert(t, next, qt.Equals, "")
+	qt.Assert(t, all[0][:6], qt.Equals, "Status") // subject hits first
+
+	var paged []string
+	token := ""
+	for page := 0; ; page++ {
+		qt.Assert(t, page < 10, qt.IsTrue)
+		args := []string{"limit", "7"}
+		if token != "" {
+			args = append(args, "pageToken", token)
+		}
+		got, next := e.search("status", args...)
+		qt.Assert(t, len(next) <= 200, qt.IsTrue)
+		paged = append(paged, got...)
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	qt.Assert(t, paged, qt.DeepEquals, all) // no gaps, no repeats, same order
+
+	// The token belongs to its query and inbox; a forged one is refused naming pageToken.
+	_, next = e.search("status", "limit", "7")
+	path := inboxPath(e.inbox.Address) + "/messages/search?"
+	r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+url.Values{"query": {"update"}, "pageToken": {next}}.Encode(), e.full, nil)
+	qt.Assert(t, string(r.body), qt.Contains, "pageToken")
+	forged := next[:len(next)-2] + "AA"
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+url.Values{"query": {"status"}, "pageToken": {forged}}.Encode(), e.full, nil)
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+url.Values{"query": {"status"}, "pageToken": {"20"}}.Encode(), e.full, nil)
+}
+
+func TestSearchNeverFindsTrashOrQuarantine(t *testing.T) {
+	e := newSearchEnv(t)
+	st := e.deliver(
+		db.NewMessage{Subject: "Secret plan", Text: "kept"},
+		db.NewMessage{Subject: "Secret malware", Text: "held", Protection: &db.Protection{Status: db.ProtectionQuarantined}},
+	)
+	got, _ := e.search("secret")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Secret plan"})
+
+	labels := inboxPath(e.inbox.Address) + "/messages/" + url.PathEscape(st[0].MessageID) + "/labels"
+	e.ok("updateMessageLabels", "PATCH", labels, e.full, map[string]any{"addLabels": []string{"trash"}})
+	got, _ = e.search("secret")
+	qt.Assert(t, got, qt.DeepEquals, []string{}) // read-your-writes: no sleep
+
+	e.ok("updateMessageLabels", "PATCH", labels, e.full, map[string]any{"removeLabels": []string{"trash"}})
+	got, _ = e.search("secret")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Secret plan"})
+
+	// A thread label change reaches search too.
+	thread := inboxPath(e.inbox.Address) + "/threads/" + st[0].ThreadID + "/labels"
+	e.ok("updateThreadLabels", "PATCH", thread, e.full, map[string]any{"addLabels": []string{"trash"}})
+	got, _ = e.search("plan")
+	qt.Assert(t, got, qt.DeepEquals, []string{})
+}
+
+func TestSearchReadYourWrites(t *testing.T) {
+	e := newSearchEnv(t)
+	for i := 0; i < 5; i++ {
+		subject := fmt.Sprintf("Fresh rutabaga %d", i)
+		e.ok("send", "POST", inboxPath(e.inbox.Address)+"/messages/send", e.full, map[string]any{
+			"to": []string{"someone@elsewhere.example"}, "subject": subject, "text": "hi", "idempotencyKey": subject,
+		})
+		got, _ := e.search("rutabaga", "limit", "1")
+		qt.Assert(t, got, qt.DeepEquals, []string{subject})
+	}
+}
+
+func TestSearchBadInput(t *testing.T) {
+	e := newSearchEnv(t)
+	path := inboxPath(e.inbox.Address) + "/messages/search"
+	for _, q := range []string{"", "?query=", "?query=" + strings.Repeat("a", 1001)} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+q, e.full, nil)
+		qt.Assert(t, string(r.body), qt.Contains, "query")
+	}
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+"?query=a&labels=trash", e.full, nil)
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", path+"?query=a&limit=0", e.full, nil)
+	// Malformed queries are answered, never with a 500.
+	for _, q := range []string{`"`, `-`, `OR`, `from:`, `"unclosed phrase`, `before:2026-13-45`, `((a)) [b] {c} *`, "\u00ff\u2028 \U0001F600"} {
+		e.ok("searchMessages", "GET", path+"?"+url.Values{"query": {q}}.Encode(), e.full, nil)
+	}
+}
+
+func TestSearchDeletedInboxLeavesIndex(t *testing.T) {
+	e := newSearchEnv(t)
+	e.deliver(db.NewMessage{Subject: "Gone soon"}, db.NewMessage{Subject: "Gone too"})
+	got, _ := e.search("gone")
+	qt.Assert(t, got, qt.HasLen, 2)
+	n, err := e.indexer.DocCount()
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, n, qt.Equals, uint64(2))
+	e.ok("deleteInbox", "DELETE", inboxPath(e.inbox.Address), e.full, nil)
+	ok, err := e.indexer.CatchUp(context.Background())
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, ok, qt.IsTrue)
+	n, err = e.indexer.DocCount()
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, n, qt.Equals, uint64(0))
+}
+
+// TestSearchRecovery stops the indexer with changes still queued, writes more while it is
+// down, and restarts it: everything is findable. Then it puts back an older copy of the
+// index (as a restore or a lost disk would) and a corrupt one: both are rebuilt.
+func TestSearchRecovery(t *testing.T) {
+	e := newSearchEnv(t)
+	ctx := context.Background()
+	var first []db.NewMessage
+	for i := 0; i < 30; i++ {
+		first = append(first, db.NewMessage{Subject: fmt.Sprintf("Kohlrabi %d", i)})
+	}
+	e.deliver(first...)
+	qt.Assert(t, e.indexer.Close(), qt.IsNil) // stopped before it saw these
+
+	src := server.SearchSource(e.store)
+	path := filepath.Join(e.dir, "inboxd.db.index")
+	restart := func() {
+		e.indexer = search.NewIndexer(path, src, search.Options{BatchSize: 7})
+		qt.Assert(t, e.indexer.Start(ctx), qt.IsNil)
+		srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, nil), e.schema, server.Config{Search: e.indexer}, slog.New(slog.DiscardHandler))
+		qt.Assert(t, err, qt.IsNil)
+		ts := httptest.NewServer(srv)
+		t.Cleanup(ts.Close)
+		e.url = ts.URL
+	}
+	restart()
+	got, _ := e.search("kohlrabi", "limit", "100")
+	qt.Assert(t, got, qt.HasLen, 30)
+
+	// Keep a copy of the index as it is now, then move on without it.
+	old := filepath.Join(e.dir, "old.index")
+	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+	copyDir(t, path, old)
+	restart()
+	e.deliver(db.NewMessage{Subject: "Kohlrabi late"})
+	got, _ = e.search("kohlrabi", "limit", "100")
+	qt.Assert(t, got, qt.HasLen, 31)
+	qt.Assert(t, e.indexer.Close(), qt.IsNil) // on disk and trimmed from the queue
+
+	// The old copy misses a change the queue no longer holds: it is rebuilt.
+	qt.Assert(t, os.RemoveAll(path), qt.IsNil)
+	qt.Assert(t, os.Rename(old, path), qt.IsNil)
+	restart()
+	e.eventually("rebuild", func() bool { n, err := e.indexer.DocCount(); return err == nil && n == 31 })
+	got, _ = e.search("kohlrabi", "limit", "100")
+	qt.Assert(t, got, qt.HasLen, 31)
+
+	// A corrupt index is rebuilt too.
+	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+	qt.Assert(t, os.WriteFile(filepath.Join(path, "index_meta.json"), []byte("{not json"), 0o600), qt.IsNil)
+	restart()
+	e.eventually("rebuild", func() bool { n, err := e.indexer.DocCount(); return err == nil && n == 31 })
+	got, _ = e.search("kohlrabi late")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Kohlrabi late"})
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	qt.Assert(t, os.MkdirAll(to, 0o700), qt.IsNil)
+	entries, err := os.ReadDir(from)
+	qt.Assert(t, err, qt.IsNil)
+	for _, en := range entries {
+		if en.IsDir() {
+			copyDir(t, filepath.Join(from, en.Name()), filepath.Join(to, en.Name()))
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, en.Name()))
+		qt.Assert(t, err, qt.IsNil)
+		qt.Assert(t, os.WriteFile(filepath.Join(to, en.Name()), b, 0o600), qt.IsNil)
+	}
+}
+
+// TestReindexEqualsIncremental builds the index both ways and compares what searches find.
+func TestReindexEqualsIncremental(t *testing.T) {
+	e := newSearchEnv(t)
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa")
+	var msgs []db.NewMessage
+	for i := 0; i < 60; i++ {
+		msgs = append(msgs, db.NewMessage{
+			Subject: words[i%10] + " " + words[(i*3)%10],
+			Text:    strings.Repeat(words[(i*7)%10]+" "+words[(i+1)%10]+" ", 1+i%4),
+			From:    fmt.Sprintf("%s@%s.example", words[i%4], words[i%3]),
+		})
+	}
+	st := e.deliver(msgs...)
+	// Trash a few, so both ways have something to leave out.
+	for _, s := range st[:5] {
+		qt.Assert(t, e.store.UpdateMessageLabels(context.Background(), e.inbox.ID, s.MessageID, []string{"trash"}, nil), qt.IsNil)
+	}
+	queries := []string{"alpha", "beta gamma", `"delta epsilon"`, "from:beta.example", "iota OR kappa", "-alpha theta", "zeta"}
+	before := map[string][]string{}
+	for _, q := range queries {
+		before[q], _ = e.search(q, "limit", "100")
+	}
+	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+
+	path := filepath.Join(e.dir, "inboxd.db.index")
+	n, err := search.Rebuild(context.Background(), path, server.SearchSource(e.store), nil)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, n, qt.Equals, int64(55))
+	e.indexer = search.NewIndexer(path, server.SearchSource(e.store), search.Options{})
+	qt.Assert(t, e.indexer.Start(context.Background()), qt.IsNil)
+	srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, nil), e.schema, server.Config{Search: e.indexer}, slog.New(slog.DiscardHandler))
+	qt.Assert(t, err, qt.IsNil)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	e.url = ts.URL
+	for _, q := range queries {
+		got, _ := e.search(q, "limit", "100")
+		qt.Check(t, got, qt.DeepEquals, before[q], qt.Commentf("query %s", q))
+		qt.Check(t, len(got) > 0, qt.IsTrue, qt.Commentf("query %s", q))
+	}
+}
