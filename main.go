@@ -4,7 +4,6 @@
 //	inboxd seed    load fixture files into a database
 //	inboxd keys    create API keys
 //	inboxd reindex rebuild the search index
-//	inboxd backup  copy the database while the server runs
 //	inboxd mcp     serve the MCP tools over stdio, proxying to a running server
 //	inboxd version print the version
 //
@@ -14,6 +13,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +31,8 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/fixtures"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/protect"
+	"github.com/inboxd/inboxd/mail/triage"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
@@ -65,9 +67,9 @@ const usage = `usage:
   inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
   inboxd seed --db PATH FILE...
   inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
-  inboxd reindex --db PATH
   inboxd backup --db PATH OUT
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
+  inboxd reindex --db PATH
   inboxd version`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -160,19 +162,39 @@ type Main struct {
 	DBPath   string
 	HTTPAddr string
 	SMTPAddr string
-	Domain   string
-	BaseURL  string
-	Seeds    []string
-	Demo     bool
-	Stdout   io.Writer
-	Log      *slog.Logger
+	// SMTP listener and outbound mail (README "SMTP"): STARTTLS certificate, the relay URL
+	// (empty: the sink, the test-double mode) and DKIM signing.
+	TLSCert, TLSKey       string
+	Relay                 string
+	DKIMKey, DKIMSelector string
+	Domain                string
+	BaseURL               string
+	Seeds                 []string
+	Demo                  bool
+	Stdout                io.Writer
+	Log                   *slog.Logger
+
+	// Protection of received mail and the quarantine review dashboard (README "Protection
+	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
+	DNS, Spamd, Clamd string
+	AdminPassword     string
+
+	// Triage of received mail (README "Triage"): builtin (the default when empty), llm or
+	// off; for llm the OpenAI-compatible endpoint, its model and API key.
+	Triage, TriageURL, TriageModel, TriageKey string
 
 	store    *db.Store
 	http     *http.Server
 	listener net.Listener
 	cancel   context.CancelFunc
 	done     chan struct{}
+	smtp     *server.SMTP
+	smtpLn   net.Listener
+	smtpDone chan struct{}
 	search   *search.Indexer
+	relay    *mail.Relay
+
+	triageDone chan struct{}
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -181,7 +203,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var seeds multiFlag
 	fs.StringVar(&m.DBPath, "db", "inboxd.db", "SQLite database file")
 	fs.StringVar(&m.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
-	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address (not available yet: see README)")
+	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
+	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate chain for SMTP STARTTLS")
+	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM private key for SMTP STARTTLS")
+	fs.StringVar(&m.Relay, "relay", "", "outbound SMTP relay, smtp://user:pass@host:port (STARTTLS) or smtps://... (default: the sink, the test-double mode)")
+	fs.StringVar(&m.DKIMKey, "dkim-key", "", "PEM private key (RSA or Ed25519) to DKIM-sign mail sent through the relay")
+	fs.StringVar(&m.DKIMSelector, "dkim-selector", "", "DKIM selector published at <selector>._domainkey.<domain>")
+	fs.StringVar(&m.DNS, "dns", "", "DNS server for SPF, DKIM and DMARC checks, HOST:PORT, or off (default: the system resolver)")
+	fs.StringVar(&m.Spamd, "spamd", "", "SpamAssassin spamd at HOST:PORT scores spam (default: the built-in rules)")
+	fs.StringVar(&m.Clamd, "clamd", "", "ClamAV clamd at unix:PATH or tcp:HOST:PORT scans for malware too (default: the built-in scanner alone)")
+	fs.StringVar(&m.Triage, "triage", "builtin", "triage of received mail: builtin (the embedded classifier), llm (needs --triage-url and --triage-model) or off")
+	fs.StringVar(&m.TriageURL, "triage-url", "", "OpenAI-compatible API base URL for --triage llm, e.g. http://localhost:11434/v1")
+	fs.StringVar(&m.TriageModel, "triage-model", "", "model name for --triage llm")
+	fs.StringVar(&m.TriageKey, "triage-key", "", "API key for --triage llm; prefer INBOXD_TRIAGE_KEY (default: none)")
+	fs.StringVar(&m.AdminPassword, "admin-password", "", "password of the review dashboard; prefer INBOXD_ADMIN_PASSWORD (default: generated and printed once at first start)")
 	fs.StringVar(&m.Domain, "domain", "inboxd.test", "default domain of new inboxes")
 	fs.StringVar(&m.BaseURL, "base-url", "", "public base URL (default http://<http address>)")
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
@@ -214,8 +249,17 @@ func (m *Main) Run(ctx context.Context) error {
 	if !schema.ValidEmail("postmaster@" + m.Domain) {
 		return usageError{fmt.Sprintf("--domain %q is not a domain name with a dotted label and a TLD", m.Domain)}
 	}
-	if m.SMTPAddr != "" {
-		m.Log.Warn("the SMTP listener is not part of this build yet; --smtp is ignored and mail arrives only through the API and fixtures", "smtp", m.SMTPAddr)
+	outbound, tlsConfig, err := m.mailConfig()
+	if err != nil {
+		return err
+	}
+	scanner, err := m.protectConfig()
+	if err != nil {
+		return err
+	}
+	analyzer, err := m.triageProvider()
+	if err != nil {
+		return err
 	}
 	store, err := db.Open(ctx, m.DBPath, db.Options{})
 	if err != nil {
@@ -223,6 +267,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.store = store
 	if err := m.seed(ctx); err != nil {
+		store.Close()
+		return err
+	}
+	if err := m.operator(ctx); err != nil {
 		store.Close()
 		return err
 	}
@@ -241,10 +289,24 @@ func (m *Main) Run(ctx context.Context) error {
 		m.BaseURL = "http://" + ln.Addr().String()
 	}
 	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
+	svc.Outbound = outbound
+	svc.Protect = scanner
+	svc.NoTriage = analyzer == nil
+	if m.SMTPAddr != "" {
+		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
+			ln.Close()
+			store.Close()
+			return err
+		}
+		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig}, m.Log)
+	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
 	if err := m.search.Start(ctx); err != nil {
 		ln.Close()
+		if m.smtpLn != nil {
+			m.smtpLn.Close()
+		}
 		store.Close()
 		return err
 	}
@@ -252,6 +314,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		m.search.Close()
 		ln.Close()
+		if m.smtpLn != nil {
+			m.smtpLn.Close()
+		}
 		store.Close()
 		return err
 	}
@@ -267,14 +332,135 @@ func (m *Main) Run(ctx context.Context) error {
 	m.cancel = cancel
 	m.done = make(chan struct{}, 2)
 	go func() { svc.RunOutbound(workCtx); m.done <- struct{}{} }()
+	if analyzer != nil {
+		m.triageDone = make(chan struct{})
+		w := &triage.Worker{Store: store, Provider: analyzer, Log: m.Log}
+		go func() { w.Run(workCtx); close(m.triageDone) }()
+	}
 	go func() {
 		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Log.Error("http server stopped", "err", err)
 		}
 		m.done <- struct{}{}
 	}()
+	if m.smtp != nil {
+		m.smtpDone = make(chan struct{})
+		go func() {
+			if err := m.smtp.Serve(m.smtpLn); err != nil {
+				m.Log.Error("smtp server stopped", "err", err)
+			}
+			close(m.smtpDone)
+		}()
+	}
 	fmt.Fprintf(m.Stdout, "inboxd %s listening on %s (API base %s, domain %s, database %s)\n", version, ln.Addr(), m.BaseURL, m.Domain, m.DBPath)
+	if m.smtp != nil {
+		fmt.Fprintf(m.Stdout, "SMTP listening on %s (STARTTLS %s)\n", m.smtpLn.Addr(), map[bool]string{true: "on", false: "off"}[tlsConfig != nil])
+	}
 	return nil
+}
+
+// mailConfig reads the flags of outbound mail and of the SMTP listener's STARTTLS.
+func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
+	var out mail.OutboundConfig
+	if m.Relay != "" {
+		r, err := mail.ParseRelay(m.Relay, m.Domain)
+		if err != nil {
+			return out, nil, usageError{"--relay: " + err.Error()}
+		}
+		m.relay, out.Transport = r, r
+		m.Log.Info("outbound mail goes through the relay", "relay", r.String())
+	} else {
+		m.Log.Info("no --relay: mail to recipients outside this server is recorded delivered with provider sink and not sent (the test-double mode)")
+	}
+	if (m.DKIMKey == "") != (m.DKIMSelector == "") {
+		return out, nil, usageError{"--dkim-key and --dkim-selector go together"}
+	}
+	if m.DKIMKey != "" {
+		d, err := mail.LoadDKIM(m.DKIMKey, m.DKIMSelector)
+		if err != nil {
+			return out, nil, usageError{"--dkim-key: " + err.Error()}
+		}
+		out.DKIM = d
+		m.Log.Info("DKIM signing of relayed mail", "selector", d.Selector, "dns", d.Selector+"._domainkey.<domain> TXT "+d.DNSRecord())
+	}
+	if (m.TLSCert == "") != (m.TLSKey == "") {
+		return out, nil, usageError{"--tls-cert and --tls-key go together"}
+	}
+	if m.TLSCert == "" {
+		return out, nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(m.TLSCert, m.TLSKey)
+	if err != nil {
+		return out, nil, usageError{"--tls-cert/--tls-key: " + err.Error()}
+	}
+	return out, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// triageProvider builds the triage provider of --triage, or nil for off.
+func (m *Main) triageProvider() (triage.Provider, error) {
+	switch m.Triage {
+	case "", "builtin":
+		if m.TriageURL != "" || m.TriageModel != "" {
+			return nil, usageError{"--triage-url and --triage-model need --triage llm"}
+		}
+		return triage.NewBuiltin()
+	case "llm":
+		if m.TriageURL == "" || m.TriageModel == "" {
+			return nil, usageError{"--triage llm needs --triage-url and --triage-model"}
+		}
+		p, err := triage.NewLLM(m.TriageURL, m.TriageModel, m.TriageKey, nil)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		m.Log.Info("triage through an LLM endpoint", "model", m.TriageModel)
+		return p, nil
+	case "off":
+		m.Log.Info("triage is off: received mail carries no triage")
+		return nil, nil
+	}
+	return nil, usageError{fmt.Sprintf("--triage %q: use builtin, llm or off", m.Triage)}
+}
+
+// protectConfig builds the scanner that gives received mail its protection verdict.
+func (m *Main) protectConfig() (*protect.Scanner, error) {
+	cfg := protect.Config{Spamd: m.Spamd, Clamd: m.Clamd, Now: time.Now}
+	switch m.DNS {
+	case "":
+		cfg.Resolver = protect.SystemResolver()
+	case "off":
+		m.Log.Info("--dns off: SPF, DKIM and DMARC are not checked (results unavailable)")
+	default:
+		r, err := protect.ServerResolver(m.DNS)
+		if err != nil {
+			return nil, usageError{"--dns: " + err.Error()}
+		}
+		cfg.Resolver = r
+	}
+	s, err := protect.New(cfg)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return s, nil
+}
+
+// operator makes sure the review dashboard has a password, printing a generated one once.
+func (m *Main) operator(ctx context.Context) error {
+	generated, err := server.EnsureOperatorPassword(ctx, m.store, m.AdminPassword)
+	if err != nil {
+		return err
+	}
+	if generated != "" {
+		fmt.Fprintf(m.Stdout, "review dashboard: operator %q, password (shown once, stored hashed): %s\n", server.Operator, generated)
+	}
+	return nil
+}
+
+// SMTPAddrListening is the address the SMTP listener listens on ("" without --smtp).
+func (m *Main) SMTPAddrListening() string {
+	if m.smtpLn == nil {
+		return ""
+	}
+	return m.smtpLn.Addr().String()
 }
 
 // Addr is the address the HTTP server listens on.
@@ -285,9 +471,22 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err := m.http.Shutdown(ctx)
+	if m.smtp != nil {
+		// Sessions inside DATA finish and get their answer; idle ones are closed.
+		if e := m.smtp.Shutdown(ctx); err == nil {
+			err = e
+		}
+		<-m.smtpDone
+	}
 	m.cancel()
 	<-m.done
 	<-m.done
+	if m.triageDone != nil {
+		<-m.triageDone
+	}
+	if m.relay != nil {
+		m.relay.Close()
+	}
 	if m.search != nil {
 		if e := m.search.Close(); err == nil {
 			err = e

@@ -35,9 +35,16 @@ type NewMessage struct {
 	Labels      []string
 	Attachments []NewAttachment
 	Triage      *Triage
+	// QueueTriage puts received mail with pending triage on the triage queue (live mail;
+	// fixtures keep the triage they chose).
+	QueueTriage bool
 	Protection  *Protection
-	Delivery    *Delivery
-	Raw         []byte
+
+	// ProtectionDetail explains the verdict to the quarantine reviewer (db/quarantine.go).
+	ProtectionDetail *ProtectionDetail
+
+	Delivery *Delivery
+	Raw      []byte
 }
 
 // NewAttachment is the content of one attachment to store.
@@ -157,14 +164,22 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, erro
 			return st, err
 		}
 	}
+	if err := saveProtectionDetail(ctx, tx, rowID, n.ProtectionDetail); err != nil {
+		return st, err
+	}
 	for i, a := range n.Attachments {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments(uuid, message_id, position, filename, content_type, size, content)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, uuid.NewString(), rowID, i, a.Filename, a.ContentType, len(a.Content), a.Content); err != nil {
 			return st, err
 		}
 	}
-	if err := refreshThread(ctx, tx, threadRow); err != nil {
+	if err := settleThread(ctx, tx, threadRow, rowID, n); err != nil {
 		return st, err
+	}
+	if n.queuesTriage() {
+		if err := enqueueTriage(ctx, tx, rowID, n.Timestamp); err != nil {
+			return st, err
+		}
 	}
 	if err := enqueueIndex(ctx, tx, "m.id = ?", rowID); err != nil {
 		return st, err

@@ -66,6 +66,9 @@ func (s *Store) CommitSend(ctx context.Context, r SendRequest) (SendResult, erro
 		if err := chargeUnit(ctx, tx, r.AccountID, FeatureSends, now); err != nil {
 			return err
 		}
+		if err := applySuppression(ctx, tx, &r); err != nil {
+			return err
+		}
 		st, err := insertMessage(ctx, tx, &r.Message)
 		if err != nil {
 			return err
@@ -98,11 +101,14 @@ type OutboundJob struct {
 	Recipient  string
 	Attempts   int
 	Raw        []byte
+	From       string    // the sending inbox's address: the envelope sender
+	CreatedAt  time.Time // when the send was committed
 }
 
 // ClaimOutbound returns up to limit jobs that are due.
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.raw
+	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.raw,
+		m.from_addr, o.created_at
 		FROM outbound o JOIN messages m ON m.id = o.message_id
 		WHERE o.state = 'ready' AND o.next_at <= ? ORDER BY o.next_at, o.id LIMIT ?`, millis(s.Now()), limit)
 	if err != nil {
@@ -112,9 +118,11 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, er
 	var out []OutboundJob
 	for rows.Next() {
 		var j OutboundJob
-		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &j.Raw); err != nil {
+		var created int64
+		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &j.Raw, &j.From, &created); err != nil {
 			return nil, err
 		}
+		j.CreatedAt = fromMillis(created).Time
 		out = append(out, j)
 	}
 	return out, storageError(rows.Err())
@@ -126,9 +134,14 @@ type OutboundOutcome struct {
 	// empty Status leaves the record as it is.
 	Update RecipientDelivery
 	// What becomes of the queue row: Park holds it until a transport for it exists; else a
-	// terminal Update.Status removes it; else RetryAt reschedules it.
+	// terminal Update.Status (or Settled) removes it; else RetryAt reschedules it.
 	RetryAt *time.Time
 	Park    bool
+	// Settled removes the row although Update.Status is not terminal: the outcome is
+	// unknown and trying again could deliver the message twice.
+	Settled bool
+	// Suppress puts the recipient on the sending inbox's suppression list (a hard bounce).
+	Suppress bool
 	// Local, when set, is the copy stored in a local recipient inbox in the same
 	// transaction, so a crash cannot deliver it without recording it, or the reverse.
 	Local *NewMessage
@@ -137,38 +150,7 @@ type OutboundOutcome struct {
 // FinishOutbound records the outcome of a delivery attempt. The delivery record's
 // version grows with every change, and a terminal status is never replaced.
 func (s *Store) FinishOutbound(ctx context.Context, job OutboundJob, o OutboundOutcome) error {
-	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error {
-		var still int
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbound WHERE id = ?", job.ID).Scan(&still); err != nil {
-			return err
-		}
-		if still == 0 {
-			return nil // the inbox was deleted meanwhile, or another attempt finished it
-		}
-		if o.Local != nil {
-			if _, err := insertMessage(ctx, tx, o.Local); err != nil {
-				return err
-			}
-		}
-		if o.Update.Status != "" {
-			if err := updateRecipient(ctx, tx, job.MessageRow, job.Recipient, o.Update, now); err != nil {
-				return err
-			}
-		}
-		var err error
-		switch {
-		case o.Park:
-			_, err = tx.ExecContext(ctx, "UPDATE outbound SET state = 'parked', attempts = attempts + 1 WHERE id = ?", job.ID)
-		case Terminal(o.Update.Status):
-			_, err = tx.ExecContext(ctx, "DELETE FROM outbound WHERE id = ?", job.ID)
-		case o.RetryAt != nil:
-			_, err = tx.ExecContext(ctx, "UPDATE outbound SET attempts = attempts + 1, next_at = ? WHERE id = ?", millis(*o.RetryAt), job.ID)
-		default:
-			err = errors.New("db: outbound outcome decides nothing")
-		}
-		return err
-	})
+	return s.FinishOutboundBatch(ctx, []OutboundJob{job}, []OutboundOutcome{o})
 }
 
 func updateRecipient(ctx context.Context, tx *sql.Tx, messageRow int64, recipient string, u RecipientDelivery, now time.Time) error {

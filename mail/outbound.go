@@ -2,36 +2,76 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
 )
 
-// outboundBatch is how many due queue rows one pass of the worker takes.
-const outboundBatch = 200
+// outboundBatch is how many due queue rows one pass of the dispatcher takes.
+const outboundBatch = 500
 
-// RunOutbound delivers queued mail until ctx ends. It wakes when a send commits and once a
-// second for retries that come due. Every outcome is written back to the queue and the
-// delivery record in one transaction, so a crash repeats at most the attempt in flight,
-// and a local delivery repeated that way is absorbed by Message-ID de-duplication.
+// finishTimeout bounds recording an outcome once the server is stopping: an answer the
+// relay gave must still be written down.
+const finishTimeout = 10 * time.Second
+
+// RunOutbound delivers queued mail until ctx ends.
+//
+// A dispatcher routes every due queue row: recipients on this server's domains are stored
+// straight into their inbox, and, with no relay configured, recipients elsewhere are
+// recorded by the sink; both in one transaction per batch, together with the delivery
+// record, so a crash repeats nothing and loses nothing. With a relay, rows for recipients
+// elsewhere go to Workers relay workers. A relay worker marks its row `attempting` before
+// it talks to the relay and `handoff` right before the end-of-data dot (after which the
+// relay may hold the message); see db.RecoverOutbound for what a restart makes of each.
+//
+// The dispatcher wakes when a send commits and every Poll for retries that came due.
 func (s *Service) RunOutbound(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
+	cfg := s.Outbound.withDefaults()
+	if rec, err := s.Store.RecoverOutbound(ctx, ProviderRelay); err != nil {
+		if ctx.Err() == nil {
+			s.Log.Error("outbound: recover", "err", err)
+		}
+	} else if rec.Requeued > 0 || rec.Uncertain > 0 {
+		s.Log.Warn("outbound: recovered the queue after a restart", "requeued", rec.Requeued, "uncertain", rec.Uncertain,
+			"note", "uncertain recipients were handed to the relay when the server stopped; they are recorded accepted and not resent")
+	}
+	var wg sync.WaitGroup
+	relayKick := make(chan struct{}, 1)
+	if cfg.Transport != nil {
+		for range cfg.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.runRelayWorker(ctx, cfg, relayKick)
+			}()
+		}
+	}
+	tick := time.NewTicker(cfg.Poll)
 	defer tick.Stop()
-	for {
-		for s.drainOutbound(ctx) {
+	for ctx.Err() == nil {
+		for s.dispatchOutbound(ctx, cfg, relayKick) {
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-s.kick:
 		case <-tick.C:
 		}
 	}
+	wg.Wait()
 }
 
-// drainOutbound runs one batch and reports whether a full batch was found (more may wait).
-func (s *Service) drainOutbound(ctx context.Context) bool {
+// dispatchOutbound routes one batch and reports whether a full batch was found (more may
+// wait).
+func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, relayKick chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	// A pass is short, so it is not interrupted: the SQLite driver runs each statement of
+	// a cancellable context on a goroutine of its own, which costs more than the statement.
+	ctx = context.WithoutCancel(ctx)
 	jobs, err := s.Store.ClaimOutbound(ctx, outboundBatch)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -39,60 +79,224 @@ func (s *Service) drainOutbound(ctx context.Context) bool {
 		}
 		return false
 	}
+	if len(jobs) == 0 {
+		return false
+	}
+	r := router{s: s, ctx: ctx, domains: map[string]bool{}, parsed: map[int64]*Parsed{}}
+	var done []db.OutboundJob
+	var outcomes []db.OutboundOutcome
+	var relay []int64
 	for _, j := range jobs {
-		if ctx.Err() != nil {
-			return false
+		o, toRelay := r.route(cfg, j)
+		if toRelay {
+			relay = append(relay, j.ID)
+			continue
 		}
-		if err := s.Store.FinishOutbound(ctx, j, s.attempt(ctx, j)); err != nil && ctx.Err() == nil {
-			s.Log.Error("outbound: record outcome", "message", j.MessageID, "err", err)
+		done = append(done, j)
+		outcomes = append(outcomes, o)
+	}
+	if err := s.Store.FinishOutboundBatch(ctx, done, outcomes); err != nil && ctx.Err() == nil {
+		// One bad outcome must not hold up the others: record them one by one.
+		s.Log.Warn("outbound: batch outcome failed, recording one by one", "err", err)
+		for i := range done {
+			if err := s.Store.FinishOutbound(ctx, done[i], outcomes[i]); err != nil && ctx.Err() == nil {
+				s.Log.Error("outbound: record outcome", "message", done[i].MessageID, "recipient", done[i].Recipient, "err", err)
+			}
+		}
+	}
+	if len(relay) > 0 {
+		if err := s.Store.RouteToRelay(ctx, relay); err != nil && ctx.Err() == nil {
+			s.Log.Error("outbound: route to relay", "err", err)
+		}
+		select {
+		case relayKick <- struct{}{}:
+		default:
 		}
 	}
 	return len(jobs) == outboundBatch
 }
 
-// attempt delivers one job. Recipients on this server's domains are delivered straight
-// into their inbox; any other recipient waits (parked, status queued) for an outbound
-// transport, which this server does not have yet.
-func (s *Service) attempt(ctx context.Context, j db.OutboundJob) db.OutboundOutcome {
-	_, domain, _ := strings.Cut(j.Recipient, "@")
-	local, err := s.localDomain(ctx, domain)
-	if err != nil {
-		return retryOutcome(s.Store.Now(), j.Attempts, "temporary local lookup failure")
+// router decides one dispatch pass; it caches domain lookups and parsed messages (one
+// message to several local recipients is parsed once).
+type router struct {
+	s       *Service
+	ctx     context.Context
+	domains map[string]bool
+	parsed  map[int64]*Parsed
+}
+
+// route returns the outcome of a job it can settle at once, or true when the job is for
+// the relay.
+func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome, bool) {
+	s := r.s
+	now := s.Store.Now()
+	domain := strings.ToLower(j.Recipient[strings.LastIndexByte(j.Recipient, '@')+1:])
+	local, ok := r.domains[domain]
+	if !ok {
+		var err error
+		local, err = s.localDomain(r.ctx, domain)
+		if err != nil {
+			return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), false
+		}
+		r.domains[domain] = local
 	}
 	if !local {
-		return db.OutboundOutcome{Park: true}
+		if cfg.Transport != nil {
+			return db.OutboundOutcome{}, true
+		}
+		return db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderSink,
+			SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(),
+			DeliveryTimeMs: deliveryTime(j, now)}}, false
 	}
-	inbox, err := s.Store.LocalInbox(ctx, j.Recipient)
+	inbox, err := s.Store.LocalInbox(r.ctx, j.Recipient)
 	switch {
 	case db.IsCode(err, db.ECodeNotFound):
-		return bounce("550", "5.1.1", "unknown recipient")
+		return localBounce("550", "5.1.1", "unknown recipient"), false
 	case err != nil:
-		return retryOutcome(s.Store.Now(), j.Attempts, "temporary local lookup failure")
+		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), false
 	case inbox.Retired:
-		return bounce("550", "5.1.1", "recipient mailbox was deleted")
+		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), false
 	case inbox.DeliveryStatus != db.DeliveryReady:
-		return retryOutcome(s.Store.Now(), j.Attempts, "recipient mailbox setup is not finished")
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), false
+	}
+	p, ok := r.parsed[j.MessageRow]
+	if !ok {
+		p, err = Parse(j.Raw)
+		if err != nil {
+			return localBounce("554", "5.6.0", "message could not be parsed"), false
+		}
+		r.parsed[j.MessageRow] = p
+	}
+	msg := s.received(p, j.Raw, inbox.ID, now)
+	verdict, err := s.scan(r.ctx, p, j.Raw, Origin{Internal: true})
+	if err != nil {
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + err.Error()}), false
+	}
+	applyVerdict(&msg, verdict)
+	return db.OutboundOutcome{
+		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
+			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},
+		Local: &msg,
+	}, false
+}
+
+func deliveryTime(j db.OutboundJob, now time.Time) *int64 {
+	if j.CreatedAt.IsZero() {
+		return nil
+	}
+	ms := max(now.Sub(j.CreatedAt).Milliseconds(), 0)
+	return &ms
+}
+
+// localBounce is a permanent failure to deliver into an inbox of this server. An address
+// that does not exist is a hard bounce like any other.
+func localBounce(code, enhanced, reason string) db.OutboundOutcome {
+	return db.OutboundOutcome{
+		Update: db.RecipientDelivery{Status: db.RecipientBounced, Provider: ProviderLocal, Reason: reason,
+			SMTPStatusCode: code, SMTPEnhancedStatusCode: enhanced},
+		Suppress: hardBounce(code, enhanced),
+	}
+}
+
+// retry reschedules a temporarily failed delivery with exponential backoff, and gives up
+// (failed) once the message has waited GiveUpAfter.
+func (s *Service) retry(cfg OutboundConfig, j db.OutboundJob, now time.Time, provider string, r Result) db.OutboundOutcome {
+	u := db.RecipientDelivery{Status: db.RecipientDeferred, Provider: provider, Reason: clip(r.Reason),
+		SMTPStatusCode: r.Code, SMTPEnhancedStatusCode: r.Enhanced}
+	if !j.CreatedAt.IsZero() && now.Sub(j.CreatedAt) >= cfg.GiveUpAfter {
+		u.Status = db.RecipientFailed
+		u.Reason = clip("gave up after " + cfg.GiveUpAfter.String() + " of retries; last error: " + r.Reason)
+		return db.OutboundOutcome{Update: u}
+	}
+	at := now.Add(backoff(cfg.RetryBase, cfg.RetryMax, j.Attempts))
+	return db.OutboundOutcome{Update: u, RetryAt: &at}
+}
+
+// runRelayWorker delivers relay rows one at a time until ctx ends.
+func (s *Service) runRelayWorker(ctx context.Context, cfg OutboundConfig, kick chan struct{}) {
+	tick := time.NewTicker(cfg.Poll)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		job, err := s.Store.ClaimRelay(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Error("outbound: claim relay job", "err", err)
+		}
+		if job == nil {
+			select {
+			case <-ctx.Done():
+			case <-kick:
+			case <-tick.C:
+			}
+			continue
+		}
+		// Another job may be waiting: let an idle worker look too.
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+		s.relayOne(ctx, cfg, *job)
+	}
+}
+
+// relayOne hands one job to the transport and records what happened.
+func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.OutboundJob) {
+	raw := j.Raw
+	if cfg.DKIM != nil {
+		signed, err := cfg.DKIM.Sign(raw)
+		if err != nil {
+			s.Log.Error("outbound: dkim sign; sending unsigned", "message", j.MessageID, "err", err)
+		} else {
+			raw = signed
+		}
+	}
+	handedOff := false
+	var handoffErr error
+	handoff := func() error {
+		ok, err := s.Store.MarkHandoff(ctx, j.ID)
+		if err == nil && !ok {
+			err = errRowGone
+		}
+		handoffErr = err
+		handedOff = err == nil
+		return err
+	}
+	res := cfg.Transport.Deliver(ctx, Envelope{From: j.From, To: j.Recipient}, raw, handoff)
+	switch {
+	case ctx.Err() != nil && !handedOff, errors.Is(handoffErr, errRowGone):
+		// Nothing was accepted, and nothing is recorded: a stopping server leaves the row
+		// attempting (the next start makes it ready again); a deleted inbox took it along.
+		return
+	case res.Outcome == Abandoned:
+		// The hand-off could not be recorded, so the message was not completed: try again.
+		res = Result{Outcome: Deferred, Reason: "could not record the hand-off to the relay: " + res.Reason}
 	}
 	now := s.Store.Now()
-	msg, err := Inbound(j.Raw, inbox.ID, now)
-	if err != nil {
-		return bounce("554", "5.6.0", "message could not be parsed")
+	provider := cfg.Transport.Provider()
+	var o db.OutboundOutcome
+	switch res.Outcome {
+	case Delivered:
+		o.Update = db.RecipientDelivery{Status: db.RecipientDelivered, Provider: provider, SMTPStatusCode: res.Code,
+			SMTPEnhancedStatusCode: res.Enhanced, Reason: clip(res.Reason), DeliveryEventAt: db.Time{Time: now}.String(),
+			DeliveryTimeMs: deliveryTime(j, now)}
+	case Bounced:
+		o.Update = db.RecipientDelivery{Status: db.RecipientBounced, Provider: provider, SMTPStatusCode: res.Code,
+			SMTPEnhancedStatusCode: res.Enhanced, Reason: clip(res.Reason), DeliveryEventAt: db.Time{Time: now}.String()}
+		o.Suppress = hardBounce(res.Code, res.Enhanced)
+	case Uncertain:
+		o.Update = db.RecipientDelivery{Status: db.RecipientAccepted, Provider: provider, Reason: clip(db.UncertainReason + ": " + res.Reason)}
+		o.Settled = true
+	default:
+		o = s.retry(cfg, j, now, provider, res)
 	}
-	return db.OutboundOutcome{
-		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: "local", SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0",
-			DeliveryEventAt: db.Time{Time: now}.String()},
-		Local: &msg,
+	fctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+	}
+	if err := s.Store.FinishOutbound(fctx, j, o); err != nil {
+		s.Log.Error("outbound: record relay outcome", "message", j.MessageID, "recipient", j.Recipient, "outcome", res.Outcome, "err", err)
 	}
 }
 
-func bounce(code, enhanced, reason string) db.OutboundOutcome {
-	return db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientBounced, Provider: "local", Reason: reason,
-		SMTPStatusCode: code, SMTPEnhancedStatusCode: enhanced}}
-}
-
-// retryOutcome reschedules with exponential backoff from 30 s, capped at one hour.
-func retryOutcome(now time.Time, attempts int, reason string) db.OutboundOutcome {
-	delay := 30 * time.Second << min(attempts, 7)
-	at := now.Add(min(delay, time.Hour))
-	return db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientDeferred, Provider: "local", Reason: reason}, RetryAt: &at}
-}
+var errRowGone = errors.New("outbound: the queue row is gone (the inbox was deleted)")

@@ -76,7 +76,7 @@ func parse(raw []byte, depth int) (*Parsed, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, errUnreadable
 	}
-	msg := skipMboxLine(raw)
+	msg := separateBody(skipMboxLine(raw))
 	var root *enmime.Part
 	if countMultiparts(msg) <= maxMultiparts {
 		root, _ = partParser.ReadParts(bytes.NewReader(msg))
@@ -140,6 +140,56 @@ func skipMboxLine(raw []byte) []byte {
 		return raw[i+1:]
 	}
 	return raw
+}
+
+// separateBody puts back the empty line that ends the header block when a sender left it
+// out (cron and hand-written scripts do): the first line after the first header that is
+// neither a continuation nor holds a colon starts the body. Without it the body would be
+// read as broken header lines and lost.
+func separateBody(msg []byte) []byte {
+	for i := 0; i < len(msg); {
+		j := bytes.IndexByte(msg[i:], '\n')
+		end := len(msg)
+		if j >= 0 {
+			end = i + j + 1
+		}
+		line := bytes.TrimRight(msg[i:end], "\r\n")
+		if len(line) == 0 {
+			return msg // the separator is there
+		}
+		if i == 0 && !isFieldLine(line) {
+			return msg // not a header block at all
+		}
+		if line[0] != ' ' && line[0] != '\t' && bytes.IndexByte(line, ':') < 0 {
+			eol := "\n"
+			if i >= 2 && msg[i-2] == '\r' {
+				eol = "\r\n"
+			}
+			out := make([]byte, 0, len(msg)+len(eol))
+			out = append(append(out, msg[:i]...), eol...)
+			return append(out, msg[i:]...)
+		}
+		if j < 0 {
+			return msg
+		}
+		i = end
+	}
+	return msg
+}
+
+// isFieldLine reports whether line starts a header field: a name of printable ASCII
+// without spaces, then a colon.
+func isFieldLine(line []byte) bool {
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 {
+		return false
+	}
+	for _, c := range line[:colon] {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // bodyOf returns what follows the header block (nil when there is none).

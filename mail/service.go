@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail/protect"
 )
 
 // DefaultSendLimit is the per-inbox rolling 24 h send limit (API-NOTES section 10).
@@ -19,7 +20,17 @@ type Service struct {
 	SendLimit int
 	Log       *slog.Logger
 
-	kick chan struct{}
+	// Outbound configures delivery to recipients elsewhere (transport.go).
+	Outbound OutboundConfig
+
+	// Protect, when set, gives every received message its protection verdict (receive.go).
+	Protect *protect.Scanner
+
+	// NoTriage is --triage off: received mail carries no triage and is not analyzed.
+	NoTriage bool
+
+	kick   chan struct{}
+	ingest groupCommit // shared transactions for inbound mail (ingest.go)
 }
 
 // NewService returns a Service; RunOutbound must run for queued mail to move.

@@ -16,6 +16,44 @@ fi
 echo "== go vet"
 go vet -tags "$TAGS" ./...
 
+echo "== chromium and spamd for the protection tests"
+# Debian's chromium drives the dashboard's browser test (server/dashboard_browser_test.go);
+# Debian's spamd is the real SpamAssassin of mail/protect's end-to-end test. Installed when
+# missing; without them those tests skip, except with CI=true, where they fail.
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v spamd >/dev/null 2>&1 || need+=(spamd spamassassin)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${need[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "cannot install ${need[*]}: that needs root and apt-get"
+  fi
+fi
+if command -v spamd >/dev/null 2>&1; then
+  spamd_port=17830
+  while (exec 3<>"/dev/tcp/127.0.0.1/$spamd_port") 2>/dev/null; do spamd_port=$((spamd_port + 1)); done
+  spamd_log=$(mktemp)
+  spamd_user=()
+  [ "$(id -u)" = 0 ] && spamd_user=(--username=nobody)
+  spamd --local --listen="127.0.0.1:$spamd_port" --allowed-ips=127.0.0.1 --nouser-config \
+    --min-children=1 --max-children=2 --syslog=stderr "${spamd_user[@]}" >"$spamd_log" 2>&1 &
+  spamd_pid=$!
+  trap 'kill "$spamd_pid" 2>/dev/null || true; rm -f "$spamd_log"' EXIT
+  for _ in $(seq 1 120); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$spamd_port") 2>/dev/null; then
+      export INBOXD_TEST_SPAMD="127.0.0.1:$spamd_port"
+      echo "spamd listening on $INBOXD_TEST_SPAMD"
+      break
+    fi
+    kill -0 "$spamd_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  [ -n "${INBOXD_TEST_SPAMD:-}" ] || { echo "spamd did not start:"; tail -20 "$spamd_log"; }
+fi
+
 echo "== go test -race"
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./...
 

@@ -42,6 +42,7 @@ type Server struct {
 	openapi []byte
 	now     func() time.Time
 	mcp     *mcpHandler // POST /mcp
+	dash    *dashboard  // /dashboard/ (dashboard.go)
 }
 
 // New builds the HTTP handler.
@@ -54,6 +55,9 @@ func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, lo
 	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now}
 	if s.mcp, err = s.newMCPHandler(); err != nil {
 		return nil, fmt.Errorf("server: mcp: %w", err)
+	}
+	if s.dash, err = newDashboard(s); err != nil {
+		return nil, fmt.Errorf("server: dashboard: %w", err)
 	}
 	s.router = s.routes()
 	return s, nil
@@ -68,10 +72,10 @@ func (s *Server) routes() *httprouter.Router {
 	r.HandleMethodNotAllowed = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, db.Errorf(db.ECodeNotFound, "no route for %s %s", req.Method, req.URL.EscapedPath()), s.log)
+		writeError(w, db.Errorf(db.ECodeNotFound, "no route for %s %s", req.Method, req.URL.Path), s.log)
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
-		s.log.Error("panic", "method", req.Method, "path", req.URL.EscapedPath(), "panic", v)
+		s.log.Error("panic", "method", req.Method, "path", req.URL.Path, "panic", v) // Path holds the raw path here
 		writeError(w, fmt.Errorf("panic: %v", v), s.log)
 	}
 	handlers := map[string]handler{
@@ -143,6 +147,7 @@ func (s *Server) routes() *httprouter.Router {
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
 		r.Handler(method, "/mcp", s.mcp)
 	}
+	s.dash.register(r) // the quarantine review dashboard, /dashboard/...
 	return r
 }
 

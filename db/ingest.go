@@ -1,0 +1,78 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+)
+
+// DeliverBatch stores several independent deliveries in one transaction: a group commit,
+// so many messages arriving at once share one commit instead of paying one each. Every
+// group is all or nothing on its own (a savepoint): a group that fails is rolled back
+// without undoing the others, and its error is in errs. err reports a failure of the
+// transaction itself; then nothing at all was stored.
+func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error) {
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		stored = make([][]Stored, len(groups))
+		errs = make([]error, len(groups))
+		for g, msgs := range groups {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT delivery"); err != nil {
+				return err
+			}
+			out := make([]Stored, 0, len(msgs))
+			var gerr error
+			for i := range msgs {
+				st, err := insertMessage(ctx, tx, &msgs[i])
+				if err != nil {
+					gerr = err
+					break
+				}
+				out = append(out, st)
+			}
+			if gerr != nil {
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO delivery"); err != nil {
+					return err
+				}
+				errs[g] = storageError(gerr)
+				out = nil
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE delivery"); err != nil {
+				return err
+			}
+			stored[g] = out
+		}
+		return nil
+	})
+	if err != nil {
+		stored, errs = nil, nil
+	}
+	return stored, errs, err
+}
+
+// settleThread brings a thread's aggregates up to date after message row (n) joined it.
+// A thread made for this very message (it still counts no message: an empty thread
+// never outlives a transaction) gets them from the message itself, which saves the
+// subqueries of refreshThread on the busiest path (most inbound mail starts a thread);
+// any other thread is refreshed.
+func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *NewMessage) error {
+	ts := millis(n.Timestamp)
+	var received, sent sql.NullInt64
+	if n.Direction == Sent {
+		sent = sql.NullInt64{Int64: ts, Valid: true}
+	} else {
+		received = sql.NullInt64{Int64: ts, Valid: true}
+	}
+	trashed := false
+	for _, l := range n.Labels {
+		trashed = trashed || l == LabelTrash
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = 1, attachment_count = ?,
+		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ? WHERE id = ? AND message_count = 0`,
+		messageRow, ts, len(n.Attachments), received, sent, trashed, n.quarantined(), threadRow)
+	if err != nil {
+		return err
+	}
+	if done, err := res.RowsAffected(); err != nil || done == 1 {
+		return err
+	}
+	return refreshThread(ctx, tx, threadRow)
+}

@@ -1,0 +1,130 @@
+package protect
+
+import (
+	"math"
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// DefaultThreshold is the spam score at which mail is quarantined, as on the hosted
+// service.
+const DefaultThreshold = 6.0
+
+// Rule is one rule of the built-in spam scorer: a name, the points it adds when it fires,
+// and what it looks for.
+type Rule struct {
+	Name        string
+	Score       float64
+	Description string
+	match       func(*spamInput) bool
+}
+
+// GTUBE is SpamAssassin's test string: any message carrying it is spam, whichever filter
+// runs. It is how you try the spam path on purpose.
+const GTUBE = "XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X"
+
+// spamPhrases are matched case-insensitively on the subject and the text body, with runs
+// of white space collapsed.
+var spamPhrases = []string{
+	"you have won", "you've won", "claim your prize", "lottery", "act now", "limited time offer",
+	"100% free", "risk-free", "risk free", "wire transfer", "western union", "verify your account",
+	"account suspended", "urgent response", "million dollars", "inheritance", "beneficiary",
+	"viagra", "cialis", "cheap meds", "weight loss", "work from home", "make money fast",
+	"double your money", "crypto giveaway", "bitcoin giveaway", "investment opportunity",
+	"no credit check", "click here to claim", "congratulations you", "dear beneficiary",
+}
+
+var (
+	moneyRE     = regexp.MustCompile(`(?i)([$€£]\s?\d{1,3}(,\d{3}){2,})|(\d+(\.\d+)?\s?(million|billion)\s(dollars|usd|euros?|pounds))`)
+	ipURLRE     = regexp.MustCompile(`(?i)https?://\d{1,3}(\.\d{1,3}){3}([:/]|\b)`)
+	shortURLRE  = regexp.MustCompile(`(?i)https?://(www\.)?(bit\.ly|tinyurl\.com|goo\.gl|t\.co|ow\.ly|is\.gd|buff\.ly|cutt\.ly|rb\.gy|shorturl\.at)/`)
+	executables = map[string]bool{
+		".exe": true, ".scr": true, ".com": true, ".pif": true, ".bat": true, ".cmd": true, ".vbs": true, ".vbe": true,
+		".js": true, ".jse": true, ".wsf": true, ".hta": true, ".msi": true, ".jar": true, ".lnk": true, ".ps1": true,
+	}
+)
+
+// Rules is the built-in scorer's rule table, documented in the README. A message's score
+// is the sum of the rules that fire, rounded to one decimal.
+var Rules = []Rule{
+	{"GTUBE", 1000, "carries the GTUBE spam test string", func(in *spamInput) bool {
+		return strings.Contains(in.body, GTUBE) || strings.Contains(in.in.Subject, GTUBE)
+	}},
+	{"SPAM_PHRASE", 2.5, "subject or body uses a phrase common in spam", func(in *spamInput) bool { return in.phrases >= 1 }},
+	{"SPAM_PHRASES_MANY", 2.5, "three or more different spam phrases", func(in *spamInput) bool { return in.phrases >= 3 }},
+	{"SUBJECT_ALL_CAPS", 1.5, "subject is mostly capital letters", func(in *spamInput) bool { return shouting(in.in.Subject) }},
+	{"SUBJECT_EXCLAIM", 1.0, "subject has three or more exclamation marks", func(in *spamInput) bool {
+		return strings.Count(in.in.Subject, "!") >= 3
+	}},
+	{"MONEY_AMOUNT", 1.5, "body names a large sum of money", func(in *spamInput) bool { return moneyRE.MatchString(in.body) }},
+	{"URL_IP_ADDRESS", 1.5, "a link points at a bare IP address", func(in *spamInput) bool {
+		return ipURLRE.MatchString(in.body) || ipURLRE.MatchString(in.in.HTML)
+	}},
+	{"URL_SHORTENER", 1.0, "a link goes through a URL shortener", func(in *spamInput) bool {
+		return shortURLRE.MatchString(in.body) || shortURLRE.MatchString(in.in.HTML)
+	}},
+	{"EXECUTABLE_ATTACHMENT", 2.5, "an attachment is a program or script", func(in *spamInput) bool {
+		for _, a := range in.in.Attachments {
+			if executables[strings.ToLower(path.Ext(a.Filename))] {
+				return true
+			}
+		}
+		return false
+	}},
+	{"MISSING_FROM", 1.0, "no From address", func(in *spamInput) bool { return !in.h.has("From") }},
+	{"MISSING_DATE", 0.5, "no Date header", func(in *spamInput) bool { return !in.h.has("Date") }},
+	{"MISSING_MESSAGE_ID", 0.5, "no Message-ID header", func(in *spamInput) bool { return !in.h.has("Message-ID") }},
+	{"SPF_FAIL", 1.0, "SPF says the sending server may not send for the domain", func(in *spamInput) bool {
+		return in.auth.SPF == Fail
+	}},
+	{"DKIM_INVALID", 0.5, "a DKIM signature does not verify", func(in *spamInput) bool { return in.auth.DKIM == Fail }},
+	{"DMARC_FAIL", 1.5, "the From domain's DMARC check failed", func(in *spamInput) bool { return in.auth.DMARC == Fail }},
+}
+
+type spamInput struct {
+	in      *Input
+	h       header
+	auth    db.Authentication
+	body    string // subject and text, white space collapsed
+	phrases int    // distinct spam phrases found
+}
+
+// scoreBuiltin runs the rule table.
+func scoreBuiltin(in *Input, h header, auth db.Authentication) (float64, []db.SpamRule) {
+	si := &spamInput{in: in, h: h, auth: auth, body: strings.Join(strings.Fields(in.Subject+"\n"+in.Text), " ")}
+	lower := strings.ToLower(si.body)
+	for _, p := range spamPhrases {
+		if strings.Contains(lower, p) {
+			si.phrases++
+		}
+	}
+	total := 0.0
+	fired := []db.SpamRule{}
+	for _, r := range Rules {
+		if r.match(si) {
+			total += r.Score
+			fired = append(fired, db.SpamRule{Name: r.Name, Score: r.Score, Description: r.Description})
+		}
+	}
+	return round1(total), fired
+}
+
+// shouting reports a subject of at least eight letters, four in five of them capitals.
+func shouting(s string) bool {
+	letters, upper := 0, 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			letters++
+			if unicode.IsUpper(r) {
+				upper++
+			}
+		}
+	}
+	return letters >= 8 && upper*5 >= letters*4
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }

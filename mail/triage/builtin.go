@@ -1,0 +1,59 @@
+package triage
+
+import (
+	"context"
+	"sync"
+)
+
+// Builtin is the built-in provider: the embedded logistic-regression model. It needs no
+// network and answers in well under a millisecond, so it never fails.
+type Builtin struct {
+	model *Model
+	pool  sync.Pool // *scratch
+}
+
+type scratch struct {
+	vec *vectorizer
+	x   sparse
+	out [6]float64
+}
+
+// NewBuiltin returns the provider over the model embedded in the binary.
+func NewBuiltin() (*Builtin, error) {
+	m, err := LoadModel(embeddedModel)
+	if err != nil {
+		return nil, err
+	}
+	return NewBuiltinModel(m), nil
+}
+
+// NewBuiltinModel returns the provider over m (the evaluation uses a model file).
+func NewBuiltinModel(m *Model) *Builtin {
+	b := &Builtin{model: m}
+	b.pool.New = func() any { return &scratch{vec: newVectorizer(m.lookup)} }
+	return b
+}
+
+// Model names the model and its version.
+func (b *Builtin) Model() string { return b.model.Name }
+
+// Analyze scores one message.
+func (b *Builtin) Analyze(_ context.Context, in Input) (Scores, error) {
+	return b.Predict(in), nil
+}
+
+// Predict scores one message; it is safe for concurrent use.
+func (b *Builtin) Predict(in Input) Scores {
+	s := b.pool.Get().(*scratch)
+	defer b.pool.Put(s)
+	var sc Scores
+	sc.InputTokens = int64(s.vec.vector(in, &s.x))
+	h := b.model.Heads
+	h[HeadCategory].predict(&s.x, s.out[:])
+	copy(sc.Category[:], s.out[:len(Categories)])
+	h[HeadReply].predict(&s.x, s.out[:])
+	sc.NeedsReply = s.out[1]
+	h[HeadUrgency].predict(&s.x, s.out[:])
+	copy(sc.Urgency[:], s.out[:len(UrgencyLevels)])
+	return sc
+}

@@ -1,0 +1,373 @@
+package triage
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Features of a message, in three groups: words of the body (unigrams and bigrams, quoted
+// lines left out), words of the subject, and header facts (sender local part and kind of
+// domain, recipients, subject shape, time of day, body shape). Word groups are valued
+// 1+ln(count) and scaled to unit length over the features the model knows, so a long
+// newsletter and a one-line note weigh the same; header facts are 1.
+const (
+	groupBody = iota
+	groupSubject
+	groupHeader
+	numGroups
+)
+
+// headerValue is the value of a header fact. Below the value of a word, it makes the model
+// need more evidence (and, under the L2 penalty, pay more) to lean on facts like "has no
+// question mark" instead of on what the message says.
+const headerValue = 0.35
+
+// maxTokenBytes drops tokens longer than a word (hashes, base64) into one bucket.
+const maxTokenBytes = 30
+
+// freemail domains mark mail from a person's own address.
+var freemail = map[string]bool{
+	"gmail.com": true, "googlemail.com": true, "outlook.com": true, "hotmail.com": true, "hotmail.co.uk": true, "live.com": true,
+	"yahoo.com": true, "yahoo.co.uk": true, "icloud.com": true, "me.com": true, "proton.me": true, "protonmail.com": true,
+	"fastmail.com": true, "gmx.net": true, "gmx.de": true, "web.de": true, "orange.fr": true, "aol.com": true, "mail.ru": true,
+	"yandex.ru": true, "zoho.com": true, "hey.com": true, "t-online.de": true, "free.fr": true, "libero.it": true,
+}
+
+// sparse is a feature vector: parallel slices of feature index and value.
+type sparse struct {
+	idx []int32
+	val []float32
+}
+
+// vectorizer turns inputs into sparse vectors over a vocabulary. It keeps its scratch
+// space between calls, so one vectorizer must not be used by two goroutines at once.
+type vectorizer struct {
+	lookup func(key []byte) (int32, bool)
+	key    []byte
+	tok    []byte
+	prev   []byte
+
+	// cnt counts each feature of the message being featurized, indexed by feature;
+	// touched lists, per group, the features counted (so resetting costs what was used).
+	cnt     []float32
+	touched [numGroups][]int32
+	tokens  int
+}
+
+func newVectorizer(lookup func(key []byte) (int32, bool)) *vectorizer {
+	return &vectorizer{lookup: lookup}
+}
+
+func (v *vectorizer) add(group int, i int32) {
+	if int(i) >= len(v.cnt) {
+		n := max(int(i)+1, 2*len(v.cnt))
+		v.cnt = append(v.cnt, make([]float32, n-len(v.cnt))...)
+	}
+	if v.cnt[i] == 0 {
+		v.touched[group] = append(v.touched[group], i)
+	}
+	v.cnt[i]++
+}
+
+func (v *vectorizer) emit(group int, prefix string, parts ...[]byte) bool {
+	v.key = append(v.key[:0], prefix...)
+	for i, p := range parts {
+		if i > 0 {
+			v.key = append(v.key, ' ')
+		}
+		v.key = append(v.key, p...)
+	}
+	i, ok := v.lookup(v.key)
+	if ok {
+		v.add(group, i)
+	}
+	return ok
+}
+
+func (v *vectorizer) emitS(group int, key string) {
+	v.key = append(v.key[:0], key...)
+	if i, ok := v.lookup(v.key); ok {
+		v.add(group, i)
+	}
+}
+
+// vector featurizes in into out (reused) and returns the number of word tokens read.
+// Each group comes out in feature order, so every sum over it runs in one order and the
+// result is the same on every run.
+func (v *vectorizer) vector(in Input, out *sparse) int {
+	v.tokens = 0
+	v.header(in)
+	v.words(groupSubject, "s:", in.Subject, false)
+	v.words(groupBody, "w:", in.Text, true)
+	out.idx, out.val = out.idx[:0], out.val[:0]
+	for g := range v.touched {
+		idx := v.touched[g]
+		slices.Sort(idx)
+		start := len(out.idx)
+		norm := 0.0
+		for _, i := range idx {
+			x := float32(headerValue)
+			if g != groupHeader {
+				x = float32(1 + math.Log(float64(v.cnt[i])))
+			}
+			v.cnt[i] = 0
+			out.idx = append(out.idx, i)
+			out.val = append(out.val, x)
+			norm += float64(x) * float64(x)
+		}
+		v.touched[g] = idx[:0]
+		if g != groupHeader && norm > 0 {
+			s := float32(1 / math.Sqrt(norm))
+			for k := start; k < len(out.val); k++ {
+				out.val[k] *= s
+			}
+		}
+	}
+	return v.tokens
+}
+
+// words emits the unigrams (and, for the body, bigrams) of text under prefix.
+func (v *vectorizer) words(group int, prefix, text string, body bool) {
+	v.prev = v.prev[:0]
+	questions, exclaims, quoted, urls := 0, 0, false, 0
+	for len(text) > 0 {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		if body {
+			t := strings.TrimLeft(line, " \t")
+			if strings.HasPrefix(t, ">") {
+				quoted = true
+				continue
+			}
+			questions += strings.Count(line, "?")
+			exclaims += strings.Count(line, "!")
+			urls += strings.Count(line, "://")
+		}
+		v.scan(group, prefix, line, body)
+	}
+	if !body {
+		return
+	}
+	v.emitS(groupHeader, "h:q:"+bucket(questions, 0, 1, 2))
+	if exclaims > 0 {
+		v.emitS(groupHeader, "h:excl")
+	}
+	if quoted {
+		v.emitS(groupHeader, "h:quoted")
+	}
+	if urls > 0 {
+		v.emitS(groupHeader, "h:url")
+	}
+}
+
+// scan tokenizes one line: lowercased runs of letters and digits. Numbers become <num>,
+// mixed letters and digits <id> (invoice and ticket numbers), a currency sign <money>.
+func (v *vectorizer) scan(group int, prefix, line string, bigrams bool) {
+	v.tok = v.tok[:0]
+	digits, letters := false, false
+	flush := func() {
+		if len(v.tok) == 0 {
+			return
+		}
+		t := v.tok
+		switch {
+		case digits && !letters:
+			t = append(t[:0], "<num>"...)
+		case digits:
+			t = append(t[:0], "<id>"...)
+		case len(t) > maxTokenBytes:
+			t = append(t[:0], "<long>"...)
+		case utf8.RuneCount(t) < 2:
+			v.tok = v.tok[:0]
+			digits, letters = false, false
+			return
+		}
+		v.token(group, prefix, t, bigrams)
+		v.tok = v.tok[:0]
+		digits, letters = false, false
+	}
+	for _, r := range line {
+		switch {
+		case unicode.IsLetter(r):
+			v.tok = utf8.AppendRune(v.tok, unicode.ToLower(r))
+			letters = true
+		case unicode.IsDigit(r):
+			v.tok = utf8.AppendRune(v.tok, r)
+			digits = true
+		case (r == '\'' || r == '’') && letters && !digits:
+			// keep contractions whole: don't, can't, I'm
+			v.tok = append(v.tok, '\'')
+		case r == '$' || r == '€' || r == '£' || r == '¥':
+			flush()
+			v.token(group, prefix, []byte("<money>"), bigrams)
+		default:
+			flush()
+		}
+	}
+	flush()
+}
+
+func (v *vectorizer) token(group int, prefix string, t []byte, bigram bool) {
+	v.tokens++
+	known := v.emit(group, prefix, t)
+	if bigram {
+		// A bigram in the vocabulary has both its words there too (both occur wherever it
+		// does), so a word the model does not know ends the chain. Vocabulary building
+		// knows every word, so it sees every bigram.
+		if known && len(v.prev) > 0 {
+			v.emit(group, "b:", v.prev, t)
+		}
+		v.prev = v.prev[:0]
+		if known {
+			v.prev = append(v.prev, t...)
+		}
+	}
+}
+
+// header emits the facts about sender, recipients, subject and time.
+func (v *vectorizer) header(in Input) {
+	local, domain := splitAddress(in.From)
+	v.emitS(groupHeader, "h:from:"+shape(local))
+	switch {
+	case domain == "":
+	case freemail[domain]:
+		v.emitS(groupHeader, "h:freemail")
+	default:
+		if labels := strings.Split(domain, "."); len(labels) > 2 {
+			v.emitS(groupHeader, "h:fromsub:"+shape(labels[0]))
+		}
+	}
+	v.emitS(groupHeader, "h:rcpt:"+bucket(len(in.To), 1, 2, 3, 6))
+	if len(in.To) > 0 {
+		l, _ := splitAddress(in.To[0])
+		v.emitS(groupHeader, "h:to:"+shape(l))
+	}
+	s := strings.TrimSpace(in.Subject)
+	low := strings.ToLower(s)
+	switch {
+	case s == "":
+		v.emitS(groupHeader, "h:subj:empty")
+	case hasAnyPrefix(low, "re:", "aw:", "sv:", "antw:"):
+		v.emitS(groupHeader, "h:subj:re")
+	case hasAnyPrefix(low, "fwd:", "fw:", "wg:", "tr:"):
+		v.emitS(groupHeader, "h:subj:fwd")
+	}
+	if strings.HasPrefix(s, "[") {
+		v.emitS(groupHeader, "h:subj:tag")
+	}
+	if upperShare(s) > 0.6 {
+		v.emitS(groupHeader, "h:subj:caps")
+	}
+	if strings.Contains(s, "?") {
+		v.emitS(groupHeader, "h:subj:q")
+	}
+	if strings.Contains(s, "!") {
+		v.emitS(groupHeader, "h:subj:excl")
+	}
+	if !in.ReceivedAt.IsZero() {
+		t := in.ReceivedAt.UTC()
+		v.emitS(groupHeader, "h:hour:"+[]string{"night", "morning", "afternoon", "evening"}[hourBucket(t.Hour())])
+		if t.Weekday() == time.Saturday || t.Weekday() == time.Sunday {
+			v.emitS(groupHeader, "h:weekend")
+		}
+	}
+	v.emitS(groupHeader, "h:len:"+bucket(utf8.RuneCountInString(in.Text), 0, 200, 600, 1500, 4000))
+}
+
+func hourBucket(h int) int {
+	switch {
+	case h < 6:
+		return 0
+	case h < 12:
+		return 1
+	case h < 18:
+		return 2
+	}
+	return 3
+}
+
+// bucket names the last bound n reaches: bucket(5, 1, 2, 3, 6) is "3+".
+func bucket(n int, bounds ...int) string {
+	name := "lt"
+	for _, b := range bounds {
+		if n >= b {
+			name = itoa(b) + "+"
+		}
+	}
+	return name
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// shape lowercases an address part and folds digits, so "ann88" and "ann12" agree.
+func shape(s string) string {
+	s = strings.ToLower(s)
+	if len(s) > maxTokenBytes {
+		return "<long>"
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			b[i] = '#'
+		}
+	}
+	return string(b)
+}
+
+// splitAddress returns the local part and domain of "addr" or "Name <addr>".
+func splitAddress(a string) (string, string) {
+	if i := strings.LastIndexByte(a, '<'); i >= 0 {
+		a = strings.TrimSuffix(a[i+1:], ">")
+	}
+	a = strings.TrimSpace(a)
+	at := strings.LastIndexByte(a, '@')
+	if at < 0 {
+		return a, ""
+	}
+	return a[:at], strings.ToLower(a[at+1:])
+}
+
+func hasAnyPrefix(s string, ps ...string) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func upperShare(s string) float64 {
+	letters, upper := 0, 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			letters++
+			if unicode.IsUpper(r) {
+				upper++
+			}
+		}
+	}
+	if letters < 4 {
+		return 0
+	}
+	return float64(upper) / float64(letters)
+}

@@ -1,0 +1,203 @@
+package triage
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ModelName names the built-in model and its version. A retrained model with different
+// features or corpus gets a new version.
+const ModelName = "inboxd-lr-1"
+
+//go:generate go run ../../fixtures/triage/gen -out ../../fixtures/triage/corpus.jsonl
+//go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -out model.json
+
+//go:embed model.json
+var embeddedModel []byte
+
+// Model is a trained classifier: a vocabulary of features and one softmax head per
+// question. Each head's weights are already divided by its calibration temperature.
+type Model struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+	Heads    []*Head  `json:"heads"` // category, needsReply, urgency
+
+	index map[string]int32
+}
+
+// Head is one multinomial logistic regression: Weights holds, for each feature in
+// vocabulary order, one weight per class.
+//
+// An ordinal head (urgency: its classes are ordered levels) is a proportional-odds model
+// instead: one weight per feature gives a score s, and Bias holds the cut points t0 < t1 <
+// t2, so that P(level <= k) = sigmoid(t_k - s). Its distributions have one peak, which suits
+// reading the expected level as the urgency score.
+type Head struct {
+	Name        string    `json:"name"`
+	Kind        string    `json:"kind"` // softmax | ordinal
+	Classes     []string  `json:"classes"`
+	Lambda      float64   `json:"lambda"`      // L2 penalty chosen by cross-validation
+	Temperature float64   `json:"temperature"` // calibration, fitted on out-of-fold predictions
+	Bias        []float32 `json:"bias"`
+	Weights     []float32 `json:"weights"`
+}
+
+// Head names, in the order of Model.Heads.
+const (
+	HeadCategory = iota
+	HeadReply
+	HeadUrgency
+)
+
+// LoadModel parses a model file.
+func LoadModel(b []byte) (*Model, error) {
+	var m Model
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("triage: model: %w", err)
+	}
+	if len(m.Heads) != 3 || len(m.Heads[HeadCategory].Classes) != len(Categories) || len(m.Heads[HeadReply].Classes) != 2 ||
+		len(m.Heads[HeadUrgency].Classes) != len(UrgencyLevels) {
+		return nil, fmt.Errorf("triage: model %s: heads do not match the triage result", m.Name)
+	}
+	for _, h := range m.Heads {
+		per, bias := len(h.Classes), len(h.Classes)
+		if h.Kind == kindOrdinal {
+			per, bias = 1, len(h.Classes)-1
+		} else if h.Kind != kindSoftmax {
+			return nil, fmt.Errorf("triage: model %s: head %s has unknown kind %q", m.Name, h.Name, h.Kind)
+		}
+		if len(h.Weights) != len(m.Features)*per || len(h.Bias) != bias {
+			return nil, fmt.Errorf("triage: model %s: head %s has %d weights for %d features", m.Name, h.Name, len(h.Weights), len(m.Features))
+		}
+	}
+	m.index = make(map[string]int32, len(m.Features))
+	for i, f := range m.Features {
+		m.index[f] = int32(i)
+	}
+	return &m, nil
+}
+
+func (m *Model) lookup(key []byte) (int32, bool) {
+	i, ok := m.index[string(key)]
+	return i, ok
+}
+
+// Kinds of head.
+const (
+	kindSoftmax = "softmax"
+	kindOrdinal = "ordinal"
+)
+
+// predict returns the class distribution of head h for vector x.
+func (h *Head) predict(x *sparse, out []float64) {
+	k := len(h.Classes)
+	if h.Kind == kindOrdinal {
+		s := 0.0
+		for n, i := range x.idx {
+			s += float64(float64(x.val[n]) * float64(h.Weights[i]))
+		}
+		prev := 0.0
+		for c := 0; c < k-1; c++ {
+			cum := sigmoid(float64(h.Bias[c]) - s)
+			out[c] = math.Max(cum-prev, 0)
+			prev = math.Max(cum, prev)
+		}
+		out[k-1] = 1 - prev
+		return
+	}
+	for c := 0; c < k; c++ {
+		out[c] = float64(h.Bias[c])
+	}
+	for n, i := range x.idx {
+		v := float64(x.val[n])
+		row := h.Weights[int(i)*k : int(i)*k+k]
+		for c := 0; c < k; c++ {
+			out[c] += float64(v * float64(row[c]))
+		}
+	}
+	softmax(out[:k])
+}
+
+func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+
+func softmax(z []float64) {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = math.Max(m, v)
+	}
+	sum := 0.0
+	for i, v := range z {
+		z[i] = math.Exp(v - m)
+		sum += z[i]
+	}
+	for i := range z {
+		z[i] /= sum
+	}
+}
+
+// Encode writes the model as JSON: one line per head weight row is too long, so weights
+// stay flat; floats use the shortest form that reads back to the same float32, so the
+// same training run writes the same bytes.
+func (m *Model) Encode() ([]byte, error) {
+	var b strings.Builder
+	b.WriteString("{\n")
+	name, _ := json.Marshal(m.Name)
+	fmt.Fprintf(&b, "  \"name\": %s,\n  \"features\": [", name)
+	for i, f := range m.Features {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if i%8 == 0 {
+			b.WriteString("\n    ")
+		}
+		q, _ := json.Marshal(f)
+		b.Write(q)
+	}
+	b.WriteString("\n  ],\n  \"heads\": [")
+	for hi, h := range m.Heads {
+		if hi > 0 {
+			b.WriteString(",")
+		}
+		hn, _ := json.Marshal(h.Name)
+		cl, _ := json.Marshal(h.Classes)
+		fmt.Fprintf(&b, "\n    {\n      \"name\": %s,\n      \"kind\": %q,\n      \"classes\": %s,\n      \"lambda\": %s,\n      \"temperature\": %s,\n      \"bias\": %s,\n      \"weights\": [",
+			hn, h.Kind, cl, strconv.FormatFloat(h.Lambda, 'g', -1, 64), strconv.FormatFloat(h.Temperature, 'g', 6, 64), floats(h.Bias))
+		k := len(h.Classes) // one line per feature; an ordinal head has one weight each, eight to a line
+		if h.Kind == kindOrdinal {
+			k = 8
+		}
+		for i := 0; i < len(h.Weights); i += k {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n        ")
+			b.WriteString(strings.Trim(floats(h.Weights[i:min(i+k, len(h.Weights))]), "[]"))
+		}
+		b.WriteString("\n      ]\n    }")
+	}
+	b.WriteString("\n  ]\n}\n")
+	return []byte(b.String()), nil
+}
+
+func floats(v []float32) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(float64(x), 'g', -1, 32)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// sortedKeys returns the keys of a set in order.
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,460 @@
+package server
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The quarantine review dashboard at /dashboard/: server-rendered HTML, embedded assets, no
+// script at all. A person logs in, sees the quarantined messages of every account and
+// inbox, reads one (headers and text shown as escaped text; HTML never rendered, nothing
+// remote fetched), and releases or deletes it. Every action is in the audit log.
+
+//go:embed dashboard/templates/*.html dashboard/static/*
+var dashboardFiles embed.FS
+
+// dashboardCSP allows the page its own stylesheet and nothing else: no script, no remote
+// image, no frame, no form posting elsewhere.
+const dashboardCSP = "default-src 'self'; script-src 'none'; object-src 'none'; img-src 'self'; style-src 'self'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+type dashboard struct {
+	s        *Server
+	pages    map[string]*template.Template
+	static   http.Handler
+	sessions sessions
+	limiter  limiter
+	secure   bool // cookies only over HTTPS (the base URL is https)
+
+	dummyOnce sync.Once
+	dummyHash []byte // compared against when no password is stored
+}
+
+func newDashboard(s *Server) (*dashboard, error) {
+	d := &dashboard{s: s, pages: map[string]*template.Template{}, secure: strings.HasPrefix(s.cfg.BaseURL, "https://")}
+	d.sessions.m = map[[32]byte]*session{}
+	d.limiter.perIP = map[string][]time.Time{}
+	funcs := template.FuncMap{
+		"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"score": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+		"join":  strings.Join,
+		"bytes": humanBytes,
+		"query": func(kv ...string) string {
+			v := url.Values{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i+1] != "" {
+					v.Set(kv[i], kv[i+1])
+				}
+			}
+			if len(v) == 0 {
+				return ""
+			}
+			return "?" + v.Encode()
+		},
+		"resultClass": func(r string) string {
+			switch r {
+			case "pass", "clean":
+				return "good"
+			case "fail", "infected", "quarantined":
+				return "bad"
+			}
+			return "meh"
+		},
+	}
+	for _, page := range []string{"login", "queue", "message", "audit", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(dashboardFiles, "dashboard/templates/layout.html", "dashboard/templates/"+page+".html")
+		if err != nil {
+			return nil, err
+		}
+		d.pages[page] = t
+	}
+	static, err := fs.Sub(dashboardFiles, "dashboard/static")
+	if err != nil {
+		return nil, err
+	}
+	d.static = http.StripPrefix("/dashboard/static/", http.FileServer(http.FS(static)))
+	return d, nil
+}
+
+func (d *dashboard) register(r *httprouter.Router) {
+	r.GET("/dashboard", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		http.Redirect(w, req, "/dashboard/", http.StatusSeeOther)
+	})
+	r.GET("/dashboard/", d.page(d.handleQueue, true))
+	r.GET("/dashboard/login", d.page(d.handleLoginForm, false))
+	r.POST("/dashboard/login", d.page(d.handleLogin, false))
+	r.POST("/dashboard/logout", d.page(d.handleLogout, true))
+	r.GET("/dashboard/messages/:id", d.page(d.handleMessage, true))
+	r.POST("/dashboard/messages/:id/release", d.page(d.handleRelease, true))
+	r.POST("/dashboard/messages/:id/delete", d.page(d.handleDelete, true))
+	r.GET("/dashboard/audit", d.page(d.handleAudit, true))
+	r.GET("/dashboard/static/*file", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		securityHeaders(w.Header())
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		d.static.ServeHTTP(w, req)
+	})
+}
+
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", dashboardCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: with no-referrer browsers send "Origin: null" on the
+	// page's own forms. No page links elsewhere anyway.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+}
+
+// request is one dashboard request: its session, when logged in.
+type request struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	ps   httprouter.Params
+	sess *session
+}
+
+type pageHandler func(q *request) error
+
+// page adapts a handler: security headers, the session (a page that needs one sends
+// strangers to the login form), CSRF and origin checks on every POST, and errors shown as
+// an error page.
+func (d *dashboard) page(h pageHandler, needSession bool) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		securityHeaders(w.Header())
+		q := &request{w: w, r: r, ps: ps}
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			q.sess = d.sessions.get(c.Value, d.s.now())
+		}
+		if needSession && q.sess == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
+				return
+			}
+			d.fail(q, http.StatusForbidden, "forbidden", "Your session has ended. Log in again.")
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			if err := r.ParseForm(); err != nil {
+				d.fail(q, http.StatusBadRequest, "invalid_request", "The form could not be read.")
+				return
+			}
+			if !d.sameOrigin(r) {
+				d.fail(q, http.StatusForbidden, "forbidden", "The form came from another site.")
+				return
+			}
+			if q.sess != nil && !equalTokens(r.PostForm.Get("csrf"), q.sess.csrf) {
+				d.fail(q, http.StatusForbidden, "forbidden", "The form has expired. Go back, reload the page and try again.")
+				return
+			}
+		}
+		if err := h(q); err != nil {
+			d.failErr(q, err)
+		}
+	}
+}
+
+// sameOrigin refuses a POST whose Origin (sent by every current browser) names another
+// site. The CSRF token is the real check; this one costs nothing.
+func (d *dashboard) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		return true // not told (a privacy setting): the token decides
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	base, err := url.Parse(d.s.cfg.BaseURL)
+	return err == nil && strings.EqualFold(u.Host, base.Host)
+}
+
+func (d *dashboard) render(q *request, status int, page string, data map[string]any) error {
+	if data == nil {
+		data = map[string]any{}
+	}
+	if q.sess != nil {
+		data["Session"] = q.sess
+		data["CSRF"] = q.sess.csrf
+		data["Operator"] = q.sess.operator
+	}
+	var buf bytes.Buffer
+	if err := d.pages[page].Execute(&buf, data); err != nil {
+		return err
+	}
+	h := q.w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	q.w.WriteHeader(status)
+	q.w.Write(buf.Bytes())
+	return nil
+}
+
+func (d *dashboard) fail(q *request, status int, code, message string) {
+	if err := d.render(q, status, "error", map[string]any{"Status": status, "Code": code, "Message": message}); err != nil {
+		d.s.log.Error("dashboard: render error page", "err", err)
+		http.Error(q.w, message, status)
+	}
+}
+
+func (d *dashboard) failErr(q *request, err error) {
+	var e *db.Error
+	if errors.As(err, &e) {
+		switch e.Code {
+		case db.ECodeNotFound:
+			d.fail(q, http.StatusNotFound, e.Code, e.Message)
+			return
+		case db.ECodeMalwareBlocked:
+			d.fail(q, http.StatusForbidden, e.Code, e.Message)
+			return
+		case db.ECodeInvalidArgument:
+			d.fail(q, http.StatusUnprocessableEntity, e.Code, e.Message)
+			return
+		case db.ECodeUnavailable:
+			d.fail(q, http.StatusServiceUnavailable, e.Code, e.Message)
+			return
+		}
+	}
+	d.s.log.Error("dashboard: request failed", "method", q.r.Method, "path", q.r.URL.EscapedPath(), "err", err)
+	d.fail(q, http.StatusInternalServerError, db.ECodeInternal, "Something went wrong; the server log has the details.")
+}
+
+func (d *dashboard) actor(q *request) db.Actor {
+	name := ""
+	if q.sess != nil {
+		name = q.sess.operator
+	}
+	return db.Actor{Name: name, Remote: clientIP(q.r)}
+}
+
+func (d *dashboard) cookie(name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: "/dashboard/", MaxAge: maxAge, HttpOnly: true,
+		Secure: d.secure, SameSite: http.SameSiteStrictMode}
+}
+
+// GET /dashboard/login
+func (d *dashboard) handleLoginForm(q *request) error {
+	if q.sess != nil {
+		http.Redirect(q.w, q.r, "/dashboard/", http.StatusSeeOther)
+		return nil
+	}
+	return d.loginPage(q, http.StatusOK, "")
+}
+
+func (d *dashboard) loginPage(q *request, status int, problem string) error {
+	// One token per browser, so that two open login tabs both work.
+	token := ""
+	if c, err := q.r.Cookie(loginCookie); err == nil && tokenPattern.MatchString(c.Value) {
+		token = c.Value
+	} else {
+		token = randomToken()
+	}
+	http.SetCookie(q.w, d.cookie(loginCookie, token, 3600))
+	return d.render(q, status, "login", map[string]any{"LoginCSRF": token, "Problem": problem})
+}
+
+// POST /dashboard/login
+func (d *dashboard) handleLogin(q *request) error {
+	ctx := q.r.Context()
+	now := d.s.now()
+	ip := clientIP(q.r)
+	c, err := q.r.Cookie(loginCookie)
+	if err != nil || !equalTokens(q.r.PostForm.Get("csrf"), c.Value) {
+		return d.loginPage(q, http.StatusForbidden, "The login form expired. Please try again.")
+	}
+	if ok, wait := d.limiter.allowed(ip, now); !ok {
+		d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login_limited", Remote: ip})
+		q.w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		return d.loginPage(q, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed attempts. Try again in %d minutes.", int(wait.Minutes())+1))
+	}
+	ok, err := d.checkPassword(ctx, q.r.PostForm.Get("password"))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.limiter.failed(ip, now)
+		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login_failed", Remote: ip}); err != nil {
+			return err
+		}
+		return d.loginPage(q, http.StatusUnauthorized, "Wrong password.")
+	}
+	d.limiter.succeeded(ip)
+	token, _ := d.sessions.create(Operator, now)
+	if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login", Remote: ip}); err != nil {
+		return err
+	}
+	http.SetCookie(q.w, d.cookie(loginCookie, "", -1))
+	http.SetCookie(q.w, d.cookie(sessionCookie, token, int(sessionLifetime.Seconds())))
+	http.Redirect(q.w, q.r, "/dashboard/", http.StatusSeeOther)
+	return nil
+}
+
+// POST /dashboard/logout
+func (d *dashboard) handleLogout(q *request) error {
+	if c, err := q.r.Cookie(sessionCookie); err == nil {
+		d.sessions.drop(c.Value)
+	}
+	http.SetCookie(q.w, d.cookie(sessionCookie, "", -1))
+	if err := d.s.store.Audit(q.r.Context(), db.AuditEntry{Actor: q.sess.operator, Action: "logout", Remote: clientIP(q.r)}); err != nil {
+		return err
+	}
+	http.Redirect(q.w, q.r, "/dashboard/login", http.StatusSeeOther)
+	return nil
+}
+
+var flashes = map[string]string{
+	"released": "Released: the message is in its inbox now, labelled received and unread.",
+	"already":  "That message was not in quarantine any more: nothing changed.",
+	"deleted":  "Deleted for good.",
+}
+
+// GET /dashboard/?account=&inbox=&before=
+func (d *dashboard) handleQueue(q *request) error {
+	ctx := q.r.Context()
+	v := q.r.URL.Query()
+	f := db.QuarantineFilter{AccountID: v.Get("account"), Inbox: v.Get("inbox"), Before: v.Get("before"), Limit: 50}
+	items, next, err := d.s.store.ListQuarantined(ctx, f)
+	if err != nil {
+		return err
+	}
+	counts, err := d.s.store.QuarantineCounts(ctx)
+	if err != nil {
+		return err
+	}
+	type account struct {
+		ID      string
+		Total   int
+		Inboxes []db.QuarantineCount
+	}
+	var accounts []*account
+	total := 0
+	for _, c := range counts {
+		if len(accounts) == 0 || accounts[len(accounts)-1].ID != c.AccountID {
+			accounts = append(accounts, &account{ID: c.AccountID})
+		}
+		a := accounts[len(accounts)-1]
+		a.Total += c.Count
+		a.Inboxes = append(a.Inboxes, c)
+		total += c.Count
+	}
+	return d.render(q, http.StatusOK, "queue", map[string]any{
+		"Items": items, "Next": next, "Filter": f, "Accounts": accounts, "Total": total,
+		"Flash": flashes[v.Get("done")],
+	})
+}
+
+var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func messageUUID(q *request) (string, error) {
+	id := q.ps.ByName("id")
+	if !uuidPattern.MatchString(id) {
+		return "", db.Errorf(db.ECodeNotFound, "no such message")
+	}
+	return id, nil
+}
+
+// GET /dashboard/messages/:id
+func (d *dashboard) handleMessage(q *request) error {
+	ctx := q.r.Context()
+	id, err := messageUUID(q)
+	if err != nil {
+		return err
+	}
+	m, err := d.s.store.ReviewMessage(ctx, id)
+	if err != nil {
+		return err
+	}
+	if m.Quarantined {
+		// Reading held mail is itself worth a line in the log.
+		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: q.sess.operator, Action: "view", AccountID: m.AccountID,
+			Inbox: m.Inbox, MessageID: m.MessageID, Remote: clientIP(q.r)}); err != nil {
+			return err
+		}
+	}
+	detail := m.Detail
+	if detail == nil {
+		detail = &db.ProtectionDetail{}
+	}
+	return d.render(q, http.StatusOK, "message", map[string]any{
+		"M": m, "P": m.Protection, "D": detail,
+		"Releasable": m.Quarantined && m.Protection.Antivirus.Status == "clean",
+		"OverBy":     m.Protection.Spam.Score >= m.Protection.Spam.Threshold,
+	})
+}
+
+// POST /dashboard/messages/:id/release
+func (d *dashboard) handleRelease(q *request) error {
+	id, err := messageUUID(q)
+	if err != nil {
+		return err
+	}
+	released, err := d.s.store.ReleaseMessage(q.r.Context(), id, d.actor(q))
+	if err != nil {
+		return err
+	}
+	done := "released"
+	if !released {
+		done = "already"
+	}
+	http.Redirect(q.w, q.r, "/dashboard/?done="+done, http.StatusSeeOther)
+	return nil
+}
+
+// POST /dashboard/messages/:id/delete
+func (d *dashboard) handleDelete(q *request) error {
+	id, err := messageUUID(q)
+	if err != nil {
+		return err
+	}
+	if err := d.s.store.DeleteQuarantined(q.r.Context(), id, d.actor(q)); err != nil {
+		return err
+	}
+	http.Redirect(q.w, q.r, "/dashboard/?done=deleted", http.StatusSeeOther)
+	return nil
+}
+
+// GET /dashboard/audit?before=
+func (d *dashboard) handleAudit(q *request) error {
+	before, _ := strconv.ParseInt(q.r.URL.Query().Get("before"), 10, 64)
+	entries, err := d.s.store.AuditLog(q.r.Context(), 100, before)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(entries) == 100 {
+		next = strconv.FormatInt(entries[len(entries)-1].ID, 10)
+	}
+	return d.render(q, http.StatusOK, "audit", map[string]any{"Entries": entries, "Next": next})
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

@@ -1,0 +1,103 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/protect"
+	"github.com/inboxd/inboxd/server"
+)
+
+// newScanningSMTP is an SMTP listener on loopback whose mail service scans with cfg, over
+// its own temp database with the inbox support@ of account acme.
+func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store *db.Store) {
+	c := qt.New(t)
+	ctx := context.Background()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	c.Assert(err, qt.IsNil)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := mail.NewService(store, testDomain, 0, log)
+	svc.Protect, err = protect.New(cfg)
+	c.Assert(err, qt.IsNil)
+	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
+	c.Assert(err, qt.IsNil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c.Assert(err, qt.IsNil)
+	srv := server.NewSMTP(svc, server.SMTPConfig{}, log)
+	done := make(chan struct{})
+	go func() { srv.Serve(ln); close(done) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+		store.Close()
+	})
+	return ln.Addr().String(), store
+}
+
+func sendSMTP(t *testing.T, addr, from, raw string) error {
+	cl, err := smtp.Dial(addr)
+	qt.Assert(t, err, qt.IsNil)
+	defer cl.Close()
+	qt.Assert(t, cl.Hello("mx.sender.example"), qt.IsNil)
+	qt.Assert(t, cl.Mail(from, nil), qt.IsNil)
+	qt.Assert(t, cl.Rcpt("support@inboxd.test", nil), qt.IsNil)
+	w, err := cl.Data()
+	qt.Assert(t, err, qt.IsNil)
+	_, err = io.WriteString(w, raw)
+	qt.Assert(t, err, qt.IsNil)
+	return w.Close()
+}
+
+func heldMessages(t *testing.T, store *db.Store) []db.Message {
+	in, err := store.InboxByAddress(context.Background(), "acme", "support@"+testDomain)
+	qt.Assert(t, err, qt.IsNil)
+	msgs, _, err := store.ListMessages(context.Background(), in.ID, db.MessageFilter{Labels: []string{db.LabelQuarantined}}, 100, "")
+	qt.Assert(t, err, qt.IsNil)
+	return msgs
+}
+
+// Mail over SMTP is scanned before it is acknowledged: spam and EICAR are stored held.
+func TestSMTPMailIsScanned(t *testing.T) {
+	c := qt.New(t)
+	addr, store := newScanningSMTP(t, protect.Config{})
+	c.Assert(sendSMTP(t, addr, "prizes@sender.example", spamMail("spam@smtp")), qt.IsNil)
+	c.Assert(sendSMTP(t, addr, "billing@sender.example", eicarMail("virus@smtp")), qt.IsNil)
+	held := heldMessages(t, store)
+	c.Assert(held, qt.HasLen, 2)
+	reasons := map[string][]string{}
+	for _, m := range held {
+		reasons[m.MessageID] = m.Protection.Reasons
+		c.Assert(m.Labels, qt.DeepEquals, []string{"quarantined"})
+	}
+	c.Assert(reasons, qt.DeepEquals, map[string][]string{"<spam@smtp>": {"spam"}, "<virus@smtp>": {"malware"}})
+}
+
+// A configured clamd that is down makes the SMTP layer answer 451: the sender retries
+// later, and nothing is stored without a verdict.
+func TestSMTPScannerDownAnswers451(t *testing.T) {
+	c := qt.New(t)
+	addr, store := newScanningSMTP(t, protect.Config{Clamd: "unix:" + filepath.Join(t.TempDir(), "no-clamd.sock")})
+	err := sendSMTP(t, addr, "a@sender.example", strings.ReplaceAll(spamMail("retry@smtp"), "WINNER", "Hello"))
+	var se *smtp.SMTPError
+	c.Assert(errors.As(err, &se), qt.IsTrue, qt.Commentf("%v", err))
+	c.Assert(se.Code, qt.Equals, 451)
+	in, err := store.InboxByAddress(context.Background(), "acme", "support@"+testDomain)
+	c.Assert(err, qt.IsNil)
+	_, err = store.GetMessage(context.Background(), in.ID, "<retry@smtp>")
+	c.Assert(db.IsCode(err, db.ECodeNotFound), qt.IsTrue)
+}

@@ -1,0 +1,392 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/mail"
+)
+
+// SMTP limits (API-NOTES section 16 for the size).
+const (
+	SMTPMaxMessageBytes = 25 << 20
+	smtpMaxRecipients   = 100 // RFC 5321 section 4.5.3.1.8: at least 100 must be accepted
+	// smtpMaxLineLength is far above RFC 5321's 1,000 octets: real senders write longer
+	// lines (unwrapped HTML), and refusing their mail helps nobody. It bounds memory per
+	// command line.
+	smtpMaxLineLength  = 16 << 10
+	smtpMaxConnections = 200
+	smtpIdleTimeout    = 5 * time.Minute // RFC 5321 section 4.5.3.2.7
+	smtpWriteTimeout   = time.Minute
+	smtpMaxBadRcpts    = 20 // unknown recipients per connection before it is dropped
+)
+
+// SMTPConfig configures the SMTP listener.
+type SMTPConfig struct {
+	// Hostname is the name in the greeting and in Received: trace fields.
+	Hostname string
+	// TLS enables STARTTLS.
+	TLS *tls.Config
+	// Zero values take the defaults above.
+	MaxConnections  int
+	MaxRecipients   int
+	MaxMessageBytes int64
+	IdleTimeout     time.Duration
+}
+
+// SMTP is the inbound SMTP listener: mail for inboxes on this server's domains only (it
+// never relays), stored before it is acknowledged.
+type SMTP struct {
+	svc *mail.Service
+	cfg SMTPConfig
+	log *slog.Logger
+	srv *smtp.Server
+
+	mu      sync.Mutex
+	conns   map[*slotConn]struct{}
+	closing bool
+}
+
+// NewSMTP returns the listener; Serve starts it.
+func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = smtpMaxConnections
+	}
+	if cfg.MaxRecipients <= 0 {
+		cfg.MaxRecipients = smtpMaxRecipients
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = SMTPMaxMessageBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = smtpIdleTimeout
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname = svc.Domain
+	}
+	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}}
+	srv := smtp.NewServer(s)
+	srv.Domain = cfg.Hostname
+	srv.MaxRecipients = cfg.MaxRecipients
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.MaxLineLength = smtpMaxLineLength
+	srv.ReadTimeout = cfg.IdleTimeout
+	srv.WriteTimeout = smtpWriteTimeout
+	srv.EnableSMTPUTF8 = true
+	srv.TLSConfig = cfg.TLS
+	srv.ErrorLog = slogPrinter{log}
+	s.srv = srv
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *SMTP) Serve(ln net.Listener) error {
+	err := s.srv.Serve(&limitListener{Listener: ln, smtp: s, slots: make(chan struct{}, s.cfg.MaxConnections)})
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and drains the open ones: a session in the middle
+// of a message finishes it (and its answer), an idle one is closed with 421. When ctx ends
+// first, the remaining connections are cut; their unanswered messages were not
+// acknowledged, so their senders retry.
+func (s *SMTP) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Shutdown(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.nudgeIdle()
+		select {
+		case err := <-done:
+			if err != nil {
+				s.srv.Close()
+			}
+			if errors.Is(err, smtp.ErrServerClosed) {
+				err = nil
+			}
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// nudgeIdle makes every connection that is waiting for a command time out at once;
+// go-smtp then answers 421 and closes it. A session inside DATA is left to finish.
+func (s *SMTP) nudgeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.mu.Lock()
+		if !c.busy {
+			c.SetReadDeadline(time.Now())
+		}
+		c.mu.Unlock()
+	}
+}
+
+// NewSession implements smtp.Backend.
+func (s *SMTP) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again later"}
+	}
+	return &smtpSession{srv: s, conn: c}, nil
+}
+
+// smtpSession is one SMTP connection's state.
+type smtpSession struct {
+	srv  *SMTP
+	conn *smtp.Conn
+
+	from    string
+	rcpts   []string
+	inboxes []int64
+	badRcpt int
+}
+
+func (x *smtpSession) Reset() {
+	x.from, x.rcpts, x.inboxes = "", nil, nil
+}
+
+func (x *smtpSession) Logout() error { return nil }
+
+func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
+	x.Reset()
+	x.from = from
+	return nil
+}
+
+// SMTP replies to recipients (API-NOTES section 16: "Unknown recipient").
+var (
+	errRelayDenied = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+		Message: "Relaying denied: this server accepts mail only for its own domains"}
+	errUnknownRcpt  = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Unknown recipient"}
+	errRetiredRcpt  = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 6}, Message: "Recipient mailbox was deleted"}
+	errPendingRcpt  = &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 2, 1}, Message: "Recipient mailbox setup is not finished; try again later"}
+	errTempFailure  = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary failure; try again later"}
+	errStoreFailure = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Message not stored because of a temporary failure; try again later"}
+	errTooLarge     = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message too large"}
+	errEmpty        = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message is empty"}
+	errTooManyBad   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many unknown recipients; closing connection"}
+)
+
+func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	id, err := x.srv.svc.ResolveRecipient(context.Background(), to)
+	switch {
+	case err == nil:
+		x.rcpts = append(x.rcpts, strings.ToLower(to))
+		x.inboxes = append(x.inboxes, id)
+		return nil
+	case errors.Is(err, mail.ErrNotLocal):
+		return x.bad(errRelayDenied)
+	case errors.Is(err, mail.ErrUnknownRecipient):
+		return x.bad(errUnknownRcpt)
+	case errors.Is(err, mail.ErrRecipientRetired):
+		return x.bad(errRetiredRcpt)
+	case errors.Is(err, mail.ErrRecipientPending):
+		return errPendingRcpt
+	}
+	x.srv.log.Error("smtp: recipient lookup", "rcpt", to, "err", err)
+	return errTempFailure
+}
+
+// bad counts refused recipients: a client guessing addresses is cut off.
+func (x *smtpSession) bad(e *smtp.SMTPError) error {
+	x.badRcpt++
+	if x.badRcpt > smtpMaxBadRcpts {
+		// Close once this reply is written; the client is not reading more answers.
+		time.AfterFunc(200*time.Millisecond, func() { x.conn.Close() })
+		return errTooManyBad
+	}
+	return e
+}
+
+func (x *smtpSession) Data(r io.Reader) error {
+	conn := x.conn.Conn()
+	if sc := slotOf(conn); sc != nil {
+		sc.setBusy(true, x.srv.cfg.IdleTimeout)
+		defer sc.setBusy(false, 0)
+	}
+	data, err := readData(r, conn, x.srv.cfg.IdleTimeout)
+	if err != nil {
+		var se *smtp.SMTPError
+		if errors.As(err, &se) && se.Code == smtp.ErrDataTooLarge.Code {
+			return errTooLarge
+		}
+		if errors.Is(err, smtp.ErrTooLongLine) {
+			return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2},
+				Message: fmt.Sprintf("Line longer than %d bytes", smtpMaxLineLength)}
+		}
+		return err
+	}
+	// The sender is owed its answer even when the server starts stopping now, so the
+	// commit does not follow any shutdown signal; it is bounded by the group commit.
+	in := mail.Incoming{Data: data, Trace: x.trace(), Inboxes: x.inboxes, Helo: x.conn.Hostname(), MailFrom: x.from}
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		in.RemoteIP = a.IP
+	}
+	_, err = x.srv.svc.Receive(context.Background(), in)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mail.ErrEmptyMessage):
+		return errEmpty
+	}
+	x.srv.log.Error("smtp: store message", "from", x.from, "rcpts", len(x.rcpts), "err", err)
+	return errStoreFailure
+}
+
+// readData reads the message, pushing the read deadline forward while bytes arrive: a
+// large message on a slow link is fine, a stalled one is not.
+func readData(r io.Reader, conn net.Conn, idle time.Duration) ([]byte, error) {
+	buf := make([]byte, 0, 16<<10)
+	last := time.Now()
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if now := time.Now(); now.Sub(last) > time.Second {
+			conn.SetReadDeadline(now.Add(idle))
+			last = now
+		}
+	}
+}
+
+// trace is the Received: field of RFC 5321 section 4.4.
+func (x *smtpSession) trace() string {
+	var id [8]byte
+	rand.Read(id[:])
+	proto := "ESMTP"
+	if _, ok := x.conn.TLSConnectionState(); ok {
+		proto = "ESMTPS"
+	}
+	ip := ""
+	if a, ok := x.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.IP.String()
+	}
+	helo := sanitizeTrace(x.conn.Hostname())
+	var b strings.Builder
+	fmt.Fprintf(&b, "Received: from %s ([%s])\r\n\tby %s (inboxd) with %s id %s", helo, ip, x.srv.cfg.Hostname, proto, hex.EncodeToString(id[:]))
+	if len(x.rcpts) == 1 {
+		fmt.Fprintf(&b, "\r\n\tfor <%s>", sanitizeTrace(x.rcpts[0]))
+	}
+	fmt.Fprintf(&b, ";\r\n\t%s\r\n", time.Now().UTC().Format(time.RFC1123Z))
+	return b.String()
+}
+
+func sanitizeTrace(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x21 || r == 0x7f || r == '(' || r == ')' || r == ';' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// limitListener bounds concurrent connections; one over the limit is told 421 and closed.
+type limitListener struct {
+	net.Listener
+	smtp  *SMTP
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			sc := &slotConn{Conn: c}
+			l.smtp.mu.Lock()
+			l.smtp.conns[sc] = struct{}{}
+			l.smtp.mu.Unlock()
+			sc.release = func() {
+				l.smtp.mu.Lock()
+				delete(l.smtp.conns, sc)
+				l.smtp.mu.Unlock()
+				<-l.slots
+			}
+			return sc, nil
+		default:
+			go func() {
+				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				io.WriteString(c, "421 4.7.0 Too many connections; try again later\r\n")
+				c.Close()
+			}()
+		}
+	}
+}
+
+// slotConn is one accepted connection: it frees its slot when closed, and knows whether
+// its session is inside DATA (then shutdown lets it finish).
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+
+	mu   sync.Mutex
+	busy bool
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// setBusy marks the session inside DATA (and gives it a fresh read deadline, undoing a
+// shutdown nudge that raced with the DATA command) or back to waiting for commands.
+func (c *slotConn) setBusy(busy bool, idle time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = busy
+	if busy {
+		c.SetReadDeadline(time.Now().Add(idle))
+	}
+}
+
+func slotOf(c net.Conn) *slotConn {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	sc, _ := c.(*slotConn)
+	return sc
+}
+
+// slogPrinter adapts go-smtp's logger to slog.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Printf(format string, v ...any) {
+	p.log.Debug("smtp: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
+func (p slogPrinter) Println(v ...any) { p.log.Debug("smtp: " + strings.TrimSpace(fmt.Sprintln(v...))) }
