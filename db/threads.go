@@ -238,23 +238,3 @@ func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, w
 	})
 	return out, err
 }
-
-// UpdateThreadLabels adds and removes labels on every message of a thread.
-//
-// Errors: quarantine_review_required, not_found.
-func (s *Store) UpdateThreadLabels(ctx context.Context, inboxID int64, threadID string, add, remove []string) error {
-	if err := checkLabelChange(add, remove); err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		var id int64
-		err := tx.QueryRowContext(ctx, "SELECT id FROM threads WHERE inbox_id = ? AND uuid = ?", inboxID, threadID).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Errorf(ECodeNotFound, "thread %s not found", threadID)
-		}
-		if err != nil {
-			return err
-		}
-		return applyLabels(ctx, tx, add, remove, "m.thread_id = ?", id)
-	})
-}

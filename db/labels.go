@@ -1,0 +1,108 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// Label changes (API-NOTES section 4): a message op changes one message, a thread op every
+// message of the thread; both refuse the quarantined label, and removal wins over an add.
+
+// UpdateMessageLabels adds and removes labels on one message.
+//
+// Errors: quarantine_review_required, not_found.
+func (s *Store) UpdateMessageLabels(ctx context.Context, inboxID int64, messageID string, add, remove []string) error {
+	return s.relabel(ctx, add, remove, "SELECT id FROM messages WHERE inbox_id = ? AND message_id = ?", []any{inboxID, messageID},
+		"message "+messageID, "m.id = ?")
+}
+
+// UpdateThreadLabels adds and removes labels on every message of a thread.
+//
+// Errors: quarantine_review_required, not_found.
+func (s *Store) UpdateThreadLabels(ctx context.Context, inboxID int64, threadID string, add, remove []string) error {
+	return s.relabel(ctx, add, remove, "SELECT id FROM threads WHERE inbox_id = ? AND uuid = ?", []any{inboxID, threadID},
+		"thread "+threadID, "m.thread_id = ?")
+}
+
+// relabel finds the target row with find, then applies the change to the messages that
+// where (a condition on messages m taking the found id) selects, in one transaction.
+func (s *Store) relabel(ctx context.Context, add, remove []string, find string, findArgs []any, what, where string) error {
+	if err := checkLabelChange(add, remove); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var id int64
+		err := tx.QueryRowContext(ctx, find, findArgs...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ECodeNotFound, "%s not found", what)
+		}
+		if err != nil {
+			return err
+		}
+		return applyLabels(ctx, tx, add, remove, where, id)
+	})
+}
+
+// checkLabelChange refuses label changes an API key may not make.
+func checkLabelChange(add, remove []string) error {
+	for _, l := range append(append([]string(nil), add...), remove...) {
+		if l == LabelQuarantined {
+			return Errorf(ECodeQuarantineReview, "the quarantined label can only be changed by a person in the review dashboard")
+		}
+	}
+	return nil
+}
+
+// applyLabels adds and removes labels on the messages matched by where (a condition on
+// messages m), then refreshes their threads. Removal wins over an add of the same label.
+func applyLabels(ctx context.Context, tx *sql.Tx, add, remove []string, where string, args ...any) error {
+	removed := map[string]bool{}
+	for _, l := range remove {
+		removed[l] = true
+	}
+	for _, l := range add {
+		if removed[l] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) SELECT m.id, ? FROM messages m WHERE "+where,
+			append([]any{l}, args...)...); err != nil {
+			return err
+		}
+	}
+	for l := range removed {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM message_labels WHERE label = ? AND message_id IN (SELECT m.id FROM messages m WHERE "+where+")",
+			append([]any{l}, args...)...); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT m.thread_id FROM messages m WHERE "+where, args...)
+	if err != nil {
+		return err
+	}
+	var threads []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		threads = append(threads, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range threads {
+		if err := refreshThread(ctx, tx, t); err != nil {
+			return err
+		}
+	}
+	// Trash hides a message from search; other labels are not searched.
+	for _, l := range append(append([]string(nil), add...), remove...) {
+		if l == LabelTrash || l == LabelQuarantined {
+			return enqueueIndex(ctx, tx, where, args...)
+		}
+	}
+	return nil
+}
