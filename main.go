@@ -173,6 +173,11 @@ type Main struct {
 	Demo                  bool
 	Stdout                io.Writer
 	Log                   *slog.Logger
+	// PProf is a loopback HOST:PORT serving Go's profiles (/debug/pprof/); "" is off.
+	PProf string
+	// MetricsToken, when set, is the bearer token GET /metrics needs (README "Logs and
+	// metrics").
+	MetricsToken string
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -195,6 +200,7 @@ type Main struct {
 	relay    *mail.Relay
 
 	triageDone chan struct{}
+	pprofLn    net.Listener
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -221,6 +227,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&m.BaseURL, "base-url", "", "public base URL (default http://<http address>)")
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
+	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
+	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&m.PProf, "pprof", "", "serve Go's CPU and heap profiles at /debug/pprof/ on this loopback HOST:PORT (default: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -228,7 +237,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
 	}
 	m.Seeds = seeds
-	m.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	switch *logFormat {
+	case "text":
+		m.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	case "json":
+		m.Log = slog.New(slog.NewJSONHandler(stderr, nil))
+	default:
+		return usageError{fmt.Sprintf("--log-format %q: use text or json", *logFormat)}
+	}
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
@@ -261,6 +277,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.PProf != "" {
+		if m.pprofLn, err = startPprof(m.PProf); err != nil {
+			return usageError{err.Error()}
+		}
+		fmt.Fprintf(m.Stdout, "profiles at http://%s/debug/pprof/\n", m.pprofLn.Addr())
+	}
 	store, err := db.Open(ctx, m.DBPath, db.Options{})
 	if err != nil {
 		return err
@@ -289,6 +311,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.BaseURL = "http://" + ln.Addr().String()
 	}
 	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
+	metrics := server.NewMetrics() // shared by the HTTP API and the SMTP listener
 	svc.Outbound = outbound
 	svc.Protect = scanner
 	svc.NoTriage = analyzer == nil
@@ -298,7 +321,7 @@ func (m *Main) Run(ctx context.Context) error {
 			store.Close()
 			return err
 		}
-		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig}, m.Log)
+		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
@@ -310,7 +333,8 @@ func (m *Main) Run(ctx context.Context) error {
 		store.Close()
 		return err
 	}
-	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search}, m.Log)
+	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
+		Metrics: metrics, MetricsToken: m.MetricsToken}, m.Log)
 	if err != nil {
 		m.search.Close()
 		ln.Close()
@@ -494,6 +518,9 @@ func (m *Main) Close() error {
 	}
 	if e := m.store.Close(); err == nil {
 		err = e
+	}
+	if m.pprofLn != nil {
+		m.pprofLn.Close()
 	}
 	return err
 }

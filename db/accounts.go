@@ -12,6 +12,7 @@ import (
 //
 // Errors: invalid_argument (unknown plan), domain_conflict (a domain belongs to another account).
 func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) error {
+	ctx = noCancel(ctx)
 	if _, ok := PlanByID(a.Plan); !ok && a.Plan != PlanExempt {
 		return Errorf(ECodeInvalidArgument, "plan: unknown plan %q", a.Plan)
 	}
@@ -19,6 +20,7 @@ func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) 
 		return Errorf(ECodeInvalidArgument, "id: account id is required")
 	}
 	now := s.Now()
+	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
 	return s.write(ctx, func(tx *sql.Tx) error {
 		// Only the plan follows the input on an existing account: the disabled flag and the
 		// quota are operator decisions that re-loading a fixture must not undo.
@@ -49,6 +51,7 @@ func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) 
 
 // CountAccounts returns how many accounts exist.
 func (s *Store) CountAccounts(ctx context.Context) (int, error) {
+	ctx = noCancel(ctx)
 	var n int
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM accounts").Scan(&n)
 	return n, storageError(err)
@@ -58,6 +61,7 @@ func (s *Store) CountAccounts(ctx context.Context) (int, error) {
 //
 // Errors: not_found.
 func (s *Store) Account(ctx context.Context, id string) (*Account, error) {
+	ctx = noCancel(ctx)
 	var (
 		a       Account
 		quota   sql.NullInt64
@@ -81,6 +85,7 @@ func (s *Store) Account(ctx context.Context, id string) (*Account, error) {
 
 // AccountDomains returns the domains attached to an account.
 func (s *Store) AccountDomains(ctx context.Context, accountID string) ([]string, error) {
+	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, "SELECT domain FROM account_domains WHERE account_id = ? ORDER BY domain", accountID)
 	if err != nil {
 		return nil, storageError(err)
@@ -99,6 +104,7 @@ func (s *Store) AccountDomains(ctx context.Context, accountID string) ([]string,
 
 // DomainServed reports whether any account owns domain.
 func (s *Store) DomainServed(ctx context.Context, domain string) (bool, error) {
+	ctx = noCancel(ctx)
 	var n int
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM account_domains WHERE domain = ?", strings.ToLower(domain)).Scan(&n)
 	return n > 0, storageError(err)

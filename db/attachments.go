@@ -21,13 +21,13 @@ type Attachment struct {
 // quarantined message or one whose antivirus verdict is not clean.
 func (a *Attachment) Downloadable() bool { return !a.Quarantined && a.AVClean && !a.Retired }
 
-const attachmentQuery = `SELECT a.id, a.uuid, a.filename, a.content_type, a.size, i.uuid, m.uuid, m.quarantined, m.protection, i.retired_at IS NOT NULL
+const attachmentQuery = `SELECT a.id, a.uuid, a.filename, a.content_type, a.size, i.uuid, m.uuid, m.quarantined, m.protection_z, i.retired_at IS NOT NULL
 	FROM attachments a JOIN messages m ON m.id = a.message_id JOIN inboxes i ON i.id = m.inbox_id`
 
 func scanAttachment(row *sql.Row) (*Attachment, error) {
 	var (
 		a    Attachment
-		prot sql.NullString
+		prot zjson
 	)
 	if err := row.Scan(&a.ID, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size, &a.InboxUUID, &a.MessageUUID, &a.Quarantined, &prot, &a.Retired); err != nil {
 		return nil, err
@@ -47,6 +47,7 @@ func scanAttachment(row *sql.Row) (*Attachment, error) {
 //
 // Errors: not_found.
 func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*Attachment, error) {
+	ctx = noCancel(ctx)
 	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE m.inbox_id = ? AND m.message_id = ? AND a.uuid = ?",
 		inboxID, messageID, attachmentID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -60,6 +61,7 @@ func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, att
 //
 // Errors: not_found.
 func (s *Store) AttachmentContent(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*Attachment, []byte, error) {
+	ctx = noCancel(ctx)
 	var out *Attachment
 	var content []byte
 	err := s.read(ctx, func(tx *sql.Tx) error {

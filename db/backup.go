@@ -22,7 +22,7 @@ func (s *Store) Backup(ctx context.Context, out string) error {
 	}
 	// A connection of its own: on the writer it would stall every write for the whole copy,
 	// and the read pool is read-only, which SQLite refuses for VACUUM INTO.
-	conn, err := sql.Open("sqlite3", s.dsn+"&_busy_timeout=10000")
+	conn, err := sql.Open(driverName, s.dsn+"&_busy_timeout=10000")
 	if err != nil {
 		return err
 	}

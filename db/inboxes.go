@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -54,6 +56,8 @@ func scanInbox(row interface{ Scan(...any) error }) (*Inbox, error) {
 // Errors: inbox_conflict (address of another account, or retired), inbox_limit (operator
 // quota), billing_limit (plan allowance), domain_not_ready (domain not served for the account).
 func (s *Store) CreateInbox(ctx context.Context, n NewInbox) (*Inbox, error) {
+	ctx = noCancel(ctx)
+	defer s.inboxes.invalidate()
 	addr := strings.ToLower(n.Address)
 	_, domain, _ := strings.Cut(addr, "@")
 	status := n.DeliveryStatus
@@ -142,7 +146,8 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 //
 // Errors: not_found (unknown, or another account's), inbox_retired (deleted).
 func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (*Inbox, error) {
-	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", strings.ToLower(address)))
+	ctx = noCancel(ctx)
+	in, err := s.inboxByAddress(ctx, strings.ToLower(address))
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && in.AccountID != accountID) {
 		return nil, Errorf(ECodeNotFound, "inbox %s not found", strings.ToLower(address))
 	}
@@ -159,6 +164,7 @@ func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (
 //
 // Errors: not_found.
 func (s *Store) InboxByRowID(ctx context.Context, id int64) (*Inbox, error) {
+	ctx = noCancel(ctx)
 	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(ECodeNotFound, "inbox not found")
@@ -170,7 +176,8 @@ func (s *Store) InboxByRowID(ctx context.Context, id int64) (*Inbox, error) {
 //
 // Errors: not_found.
 func (s *Store) LocalInbox(ctx context.Context, address string) (*Inbox, error) {
-	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", strings.ToLower(address)))
+	ctx = noCancel(ctx)
+	in, err := s.inboxByAddress(ctx, strings.ToLower(address))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(ECodeNotFound, "no inbox at %s", address)
 	}
@@ -181,6 +188,7 @@ func (s *Store) LocalInbox(ctx context.Context, address string) (*Inbox, error) 
 //
 // Errors: invalid_argument (page token).
 func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string, limit int, pageToken string) ([]Inbox, string, error) {
+	ctx = noCancel(ctx)
 	scopeParts := []string{"inboxes", accountID}
 	q := "SELECT " + inboxColumns + " FROM inboxes i WHERE i.account_id = ? AND i.retired_at IS NULL"
 	args := []any{accountID}
@@ -226,6 +234,8 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 
 // UpdateInboxGroup moves an inbox to a group, or out of any group when group is nil.
 func (s *Store) UpdateInboxGroup(ctx context.Context, in *Inbox, group *string) (*Inbox, error) {
+	ctx = noCancel(ctx)
+	defer s.inboxes.invalidate()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET grp = ? WHERE id = ? AND retired_at IS NULL", group, in.ID)
 		return err
@@ -241,6 +251,8 @@ func (s *Store) UpdateInboxGroup(ctx context.Context, in *Inbox, group *string) 
 // FinishSetup completes delivery routing of a reserved inbox. Routing is local to this
 // server, so it always succeeds; calling it on a ready inbox is a no-op.
 func (s *Store) FinishSetup(ctx context.Context, in *Inbox) (*Inbox, error) {
+	ctx = noCancel(ctx)
+	defer s.inboxes.invalidate()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ? AND retired_at IS NULL", DeliveryReady, in.ID)
 		return err
@@ -256,7 +268,10 @@ func (s *Store) FinishSetup(ctx context.Context, in *Inbox) (*Inbox, error) {
 // DeleteInbox retires an inbox for good and deletes its mail, sends, queue rows and
 // mailbox keys in one transaction. The address stays reserved so it is never reused.
 func (s *Store) DeleteInbox(ctx context.Context, in *Inbox) error {
+	ctx = noCancel(ctx)
 	now := s.Now()
+	defer s.inboxes.invalidate()
+	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
 	return s.write(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
 			// Attachments, labels and queue rows go with their messages (ON DELETE CASCADE).
@@ -275,4 +290,77 @@ func (s *Store) DeleteInbox(ctx context.Context, in *Inbox) error {
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET retired_at = ?, display_name = NULL, grp = NULL WHERE id = ?", millis(now), in.ID)
 		return err
 	})
+}
+
+// inboxByAddress reads an inbox through the cache: every request with an inbox in its
+// path resolves it, and inboxes rarely change.
+func (s *Store) inboxByAddress(ctx context.Context, addr string) (*Inbox, error) {
+	if in, ok := s.inboxes.get(addr); ok {
+		return in, nil
+	}
+	gen := s.inboxes.generation()
+	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", addr))
+	if err == nil {
+		s.inboxes.put(addr, gen, in)
+	}
+	return in, err
+}
+
+// inboxCacheTTL bounds how long a cached inbox is used. Changes made through this store
+// clear the cache at once; the TTL bounds changes made by another process (inboxd seed).
+const inboxCacheTTL = 5 * time.Second
+
+type inboxCache struct {
+	mu  sync.RWMutex
+	gen uint64
+	m   map[string]inboxEntry
+}
+
+type inboxEntry struct {
+	in    Inbox
+	until time.Time
+}
+
+func (c *inboxCache) get(addr string) (*Inbox, bool) {
+	c.mu.RLock()
+	e, ok := c.m[addr]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.until) {
+		return nil, false
+	}
+	return e.in.clone(), true
+}
+
+func (c *inboxCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+func (c *inboxCache) put(addr string, gen uint64, in *Inbox) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return // an inbox changed since the row was read
+	}
+	if c.m == nil || len(c.m) >= 10000 {
+		c.m = map[string]inboxEntry{}
+	}
+	c.m[addr] = inboxEntry{in: *in.clone(), until: time.Now().Add(inboxCacheTTL)}
+}
+
+func (c *inboxCache) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	c.m = nil
+	c.mu.Unlock()
+}
+
+func (in *Inbox) clone() *Inbox {
+	out := *in
+	if in.Group != nil {
+		g := *in.Group
+		out.Group = &g
+	}
+	return &out
 }

@@ -11,6 +11,7 @@ import (
 // without undoing the others, and its error is in errs. err reports a failure of the
 // transaction itself; then nothing at all was stored.
 func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error) {
+	ctx = noCancel(ctx)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		stored = make([][]Stored, len(groups))
 		errs = make([]error, len(groups))
@@ -65,14 +66,64 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 	for _, l := range n.Labels {
 		trashed = trashed || l == LabelTrash
 	}
+	var l threadLists
+	l.add(n.From, n.To, n.Cc)
+	labels := map[string]bool{}
+	for _, lb := range n.Labels {
+		labels[lb] = true
+	}
+	l.labels = sortedKeys(labels)
 	res, err := tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = 1, attachment_count = ?,
-		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ? WHERE id = ? AND message_count = 0`,
-		messageRow, ts, len(n.Attachments), received, sent, trashed, n.quarantined(), threadRow)
+		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?, senders = ?, recipients = ?, labels = ?
+		WHERE id = ? AND message_count = 0`,
+		messageRow, ts, len(n.Attachments), received, sent, trashed, n.quarantined(),
+		jsonList(l.senders), jsonList(l.recipients), jsonList(l.labels), threadRow)
 	if err != nil {
 		return err
 	}
 	if done, err := res.RowsAffected(); err != nil || done == 1 {
 		return err
 	}
-	return refreshThread(ctx, tx, threadRow)
+	return appendToThread(ctx, tx, threadRow, messageRow, n, ts, trashed)
+}
+
+// appendToThread adds a message to the aggregates of the thread it joined when it is the
+// thread's newest (a reply arriving: the common case), from the thread row alone; any other
+// case (mail arriving out of order, a thread without kept lists) recomputes them all.
+func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *NewMessage, ts int64, trashed bool) error {
+	var (
+		lastTS                      int64
+		received, sent              sql.NullInt64
+		allTrashed, quarantined     bool
+		senders, recipients, labels sql.NullString
+	)
+	err := tx.QueryRowContext(ctx, `SELECT last_ts, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels
+		FROM threads WHERE id = ?`, threadRow).Scan(&lastTS, &received, &sent, &allTrashed, &quarantined, &senders, &recipients, &labels)
+	if err != nil {
+		return err
+	}
+	if ts < lastTS || !senders.Valid || !recipients.Valid || !labels.Valid {
+		return refreshThread(ctx, tx, threadRow)
+	}
+	if n.Direction == Sent {
+		sent = sql.NullInt64{Int64: max(ts, sent.Int64), Valid: true}
+	} else {
+		received = sql.NullInt64{Int64: max(ts, received.Int64), Valid: true}
+	}
+	l := threadLists{}
+	for _, a := range parseList(senders.String) {
+		l.add(a, nil, nil)
+	}
+	l.add("", parseList(recipients.String), nil)
+	l.add(n.From, n.To, n.Cc)
+	set := map[string]bool{}
+	for _, lb := range append(parseList(labels.String), n.Labels...) {
+		set[lb] = true
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = message_count + 1,
+		attachment_count = attachment_count + ?, received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?,
+		senders = ?, recipients = ?, labels = ? WHERE id = ?`,
+		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.quarantined(),
+		jsonList(l.senders), jsonList(l.recipients), jsonList(sortedKeys(set)), threadRow)
+	return err
 }

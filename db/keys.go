@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -106,6 +107,7 @@ func validScope(s string) bool {
 // Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
 // invalid_argument (key limit reached).
 func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
+	ctx = noCancel(ctx)
 	mailbox := strings.HasPrefix(k.Token, MailboxKeyPrefix)
 	if !mailbox && !strings.HasPrefix(k.Token, AccountKeyPrefix) {
 		return Errorf(ECodeInvalidArgument, "token: must start with %s or %s", AccountKeyPrefix, MailboxKeyPrefix)
@@ -127,6 +129,7 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 		}
 	}
 	now := s.Now()
+	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
 	return s.write(ctx, func(tx *sql.Tx) error {
 		hash := hashToken(k.Token)
 		var owner string
@@ -186,10 +189,15 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 // Errors: unauthorized (missing, malformed, unknown, expired or revoked key),
 // access_denied (the account is disabled).
 func (s *Store) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	ctx = noCancel(ctx)
 	if !strings.HasPrefix(token, AccountKeyPrefix) && !strings.HasPrefix(token, MailboxKeyPrefix) {
 		return nil, Errorf(ECodeUnauthorized, "missing or invalid API key")
 	}
 	want := hashToken(token)
+	if p, ok := s.auth.get(want, millis(s.Now())); ok {
+		return p, nil
+	}
+	gen := s.auth.generation()
 	var (
 		p        Principal
 		stored   []byte
@@ -225,5 +233,68 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*Principal, err
 	if scopes != "" {
 		p.Scopes = strings.Fields(scopes)
 	}
+	s.auth.put(want, gen, &p, expires)
 	return &p, nil
+}
+
+// authCacheTTL bounds how long a resolved key is trusted without asking the database.
+// Changes this process makes (a mailbox key deleted with its inbox, a new key, an account
+// changed) clear the cache at once; the TTL bounds changes made to the file by another
+// process (inboxd keys, inboxd seed) or by hand.
+const authCacheTTL = 5 * time.Second
+
+// authCacheMax bounds the cache; past it the cache starts over.
+const authCacheMax = 10000
+
+// authCache maps a key's SHA-256 to the principal it resolved to: every API request
+// authenticates, and the answer rarely changes. Only keys that resolved are kept.
+type authCache struct {
+	mu  sync.RWMutex
+	gen uint64
+	m   map[[sha256.Size]byte]authEntry
+}
+
+type authEntry struct {
+	p       Principal
+	expires sql.NullInt64 // the key's own expiry, checked on every use
+	until   time.Time     // end of trust in this entry
+}
+
+func (c *authCache) get(hash []byte, now int64) (*Principal, bool) {
+	c.mu.RLock()
+	e, ok := c.m[[sha256.Size]byte(hash)]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.until) || (e.expires.Valid && e.expires.Int64 <= now) {
+		return nil, false
+	}
+	p := e.p
+	return &p, true
+}
+
+func (c *authCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// put keeps p unless the cache was invalidated since gen was read: the lookup may have
+// seen the state before that change.
+func (c *authCache) put(hash []byte, gen uint64, p *Principal, expires sql.NullInt64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.m == nil || len(c.m) >= authCacheMax {
+		c.m = map[[sha256.Size]byte]authEntry{}
+	}
+	c.m[[sha256.Size]byte(hash)] = authEntry{p: *p, expires: expires, until: time.Now().Add(authCacheTTL)}
+}
+
+// invalidate forgets every cached key; call it after a change to keys, accounts or inboxes.
+func (c *authCache) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	c.m = nil
+	c.mu.Unlock()
 }

@@ -13,6 +13,7 @@ import (
 //
 // Errors: quarantine_review_required, not_found.
 func (s *Store) UpdateMessageLabels(ctx context.Context, inboxID int64, messageID string, add, remove []string) error {
+	ctx = noCancel(ctx)
 	return s.relabel(ctx, add, remove, "SELECT id FROM messages WHERE inbox_id = ? AND message_id = ?", []any{inboxID, messageID},
 		"message "+messageID, "m.id = ?")
 }
@@ -21,6 +22,7 @@ func (s *Store) UpdateMessageLabels(ctx context.Context, inboxID int64, messageI
 //
 // Errors: quarantine_review_required, not_found.
 func (s *Store) UpdateThreadLabels(ctx context.Context, inboxID int64, threadID string, add, remove []string) error {
+	ctx = noCancel(ctx)
 	return s.relabel(ctx, add, remove, "SELECT id FROM threads WHERE inbox_id = ? AND uuid = ?", []any{inboxID, threadID},
 		"thread "+threadID, "m.thread_id = ?")
 }

@@ -120,6 +120,8 @@ type Message struct {
 	// Full bodies, always loaded by GetMessage; views copy them into Text/HTML.
 	BodyText string `json:"-"`
 	BodyHTML string `json:"-"`
+
+	AttachmentCount int `json:"-"` // from the row: whether attachments need loading
 }
 
 // Thread is a conversation. Messages is filled by getThread only.

@@ -24,6 +24,7 @@ const UncertainReason = "the relay received the whole message but its answer was
 // FinishOutboundBatch records the outcomes of several delivery attempts in one transaction
 // (a group commit for local and sink deliveries). outcomes[i] belongs to jobs[i].
 func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []OutboundJob, outcomes []OutboundOutcome) error {
+	ctx = noCancel(ctx)
 	if len(jobs) != len(outcomes) {
 		return errors.New("db: FinishOutboundBatch: one outcome per job")
 	}
@@ -96,6 +97,7 @@ func finishOutbound(ctx context.Context, tx *sql.Tx, job OutboundJob, o Outbound
 
 // RouteToRelay hands ready queue rows to the relay workers (ClaimRelay).
 func (s *Store) RouteToRelay(ctx context.Context, ids []int64) error {
+	ctx = noCancel(ctx)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -114,6 +116,7 @@ func (s *Store) RouteToRelay(ctx context.Context, ids []int64) error {
 // attempting: no other claim returns it until its outcome is recorded). It returns nil
 // when none is due.
 func (s *Store) ClaimRelay(ctx context.Context) (*OutboundJob, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var job *OutboundJob
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -130,10 +133,14 @@ func (s *Store) ClaimRelay(ctx context.Context) (*OutboundJob, error) {
 		}
 		var j OutboundJob
 		var created int64
-		err = tx.QueryRowContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.raw,
+		var body []byte
+		err = tx.QueryRowContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.body,
 			m.from_addr, o.created_at FROM outbound o JOIN messages m ON m.id = o.message_id WHERE o.id = ?`, id).
-			Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &j.Raw, &j.From, &created)
+			Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &body, &j.From, &created)
 		if err != nil {
+			return err
+		}
+		if _, _, j.Raw, err = unpackBody(body, true); err != nil {
 			return err
 		}
 		j.CreatedAt = fromMillis(created).Time
@@ -148,6 +155,7 @@ func (s *Store) ClaimRelay(ctx context.Context) (*OutboundJob, error) {
 // false when the row is no longer the worker's (the inbox was deleted): then the message
 // must not be completed.
 func (s *Store) MarkHandoff(ctx context.Context, jobID int64) (bool, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -175,6 +183,7 @@ type OutboundRecovery struct {
 // says what is known. Every other row is made ready, to be routed again under the current
 // configuration (rows parked by version 1, which had no transport, included).
 func (s *Store) RecoverOutbound(ctx context.Context, provider string) (OutboundRecovery, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var out OutboundRecovery
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -227,6 +236,7 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (OutboundR
 
 // OutboundCounts returns how many queue rows are in each state; for logs and tests.
 func (s *Store) OutboundCounts(ctx context.Context) (map[string]int, error) {
+	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, "SELECT state, COUNT(*) FROM outbound GROUP BY state")
 	if err != nil {
 		return nil, storageError(err)

@@ -24,9 +24,7 @@ func listScope(parts ...string) string {
 
 func (s *Store) encodeToken(scope string, ts, id int64) string {
 	payload, _ := json.Marshal(cursor{Scope: scope, TS: ts, ID: id})
-	mac := hmac.New(sha256.New, s.tokenKey)
-	mac.Write(payload)
-	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	return s.signToken("", payload)
 }
 
 // decodeToken returns the cursor of token, which must have been issued for scope.
@@ -36,18 +34,8 @@ func (s *Store) decodeToken(token, scope string) (*cursor, error) {
 		return nil, nil
 	}
 	bad := Errorf(ECodeInvalidArgument, "pageToken: invalid page token")
-	p, sig, ok := strings.Cut(token, ".")
+	payload, ok := s.openToken("", token)
 	if !ok {
-		return nil, bad
-	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(p)
-	got, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil {
-		return nil, bad
-	}
-	mac := hmac.New(sha256.New, s.tokenKey)
-	mac.Write(payload)
-	if !hmac.Equal(got, mac.Sum(nil)[:16]) {
 		return nil, bad
 	}
 	var c cursor
@@ -55,4 +43,33 @@ func (s *Store) decodeToken(token, scope string) (*cursor, error) {
 		return nil, bad
 	}
 	return &c, nil
+}
+
+// signToken makes a token of payload: the payload and a MAC of domain and payload keyed
+// with the server secret, both base64url, joined by a dot. domain keeps the tokens of one
+// kind from being taken for another's.
+func (s *Store) signToken(domain string, payload []byte) string {
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.tokenMAC(domain, payload))
+}
+
+// openToken returns the payload of a token signed for domain, or false if it is malformed
+// or its MAC does not match.
+func (s *Store) openToken(domain, token string) ([]byte, bool) {
+	p, sig, ok := strings.Cut(token, ".")
+	if !ok {
+		return nil, false
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	got, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil || !hmac.Equal(got, s.tokenMAC(domain, payload)) {
+		return nil, false
+	}
+	return payload, true
+}
+
+func (s *Store) tokenMAC(domain string, payload []byte) []byte {
+	mac := hmac.New(sha256.New, s.tokenKey)
+	mac.Write([]byte(domain))
+	mac.Write(payload)
+	return mac.Sum(nil)[:16]
 }

@@ -63,7 +63,7 @@ func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, d *Prote
 	if d == nil {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO protection_details(message_id, detail) VALUES (?, ?)", rowID, jsonText(d).String)
+	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO protection_details(message_id, detail_z) VALUES (?, ?)", rowID, packJSON(jsonText(d)))
 	return err
 }
 
@@ -93,11 +93,12 @@ type QuarantineFilter struct {
 // ListQuarantined returns quarantined messages of live inboxes, newest first, and the
 // cursor of the next page ("" when this is the last).
 func (s *Store) ListQuarantined(ctx context.Context, f QuarantineFilter) ([]QuarantineItem, string, error) {
+	ctx = noCancel(ctx)
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 50
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts, m.protection, m.attachment_count
+	q.WriteString(`SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts, m.protection_z, m.attachment_count
 		FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 		WHERE m.quarantined = 1 AND i.retired_at IS NULL`)
 	var args []any
@@ -130,7 +131,7 @@ func (s *Store) ListQuarantined(ctx context.Context, f QuarantineFilter) ([]Quar
 		for rows.Next() {
 			var it QuarantineItem
 			var ts int64
-			var prot sql.NullString
+			var prot zjson
 			if err := rows.Scan(&it.RowID, &it.UUID, &it.AccountID, &it.Inbox, &it.MessageID, &it.From, &it.Subject, &ts, &prot, &it.AttachmentCount); err != nil {
 				return err
 			}
@@ -165,6 +166,7 @@ type QuarantineCount struct {
 
 // QuarantineCounts returns, per account and inbox, how many messages wait for review.
 func (s *Store) QuarantineCounts(ctx context.Context) ([]QuarantineCount, error) {
+	ctx = noCancel(ctx)
 	var out []QuarantineCount
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT i.account_id, i.address, COUNT(*) FROM messages m JOIN inboxes i ON i.id = m.inbox_id
@@ -206,19 +208,19 @@ const maxReviewHeader = 64 << 10
 //
 // Errors: not_found.
 func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*ReviewMessage, error) {
+	ctx = noCancel(ctx)
 	var m ReviewMessage
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var ts int64
-		var prot, detail sql.NullString
+		var prot, detail zjson
 		var to, cc, replyTo string
-		var raw []byte
+		var body []byte
 		err := tx.QueryRowContext(ctx, `SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts,
-			m.protection, m.attachment_count, m.quarantined, m.to_addrs, m.cc_addrs, m.reply_to, m.body_text, m.body_html,
-			substr(m.raw, 1, ?), d.detail
+			m.protection_z, m.attachment_count, m.quarantined, m.to_addrs, m.cc_addrs, m.reply_to, m.body, d.detail_z
 			FROM messages m JOIN inboxes i ON i.id = m.inbox_id LEFT JOIN protection_details d ON d.message_id = m.id
-			WHERE m.uuid = ? AND m.protection IS NOT NULL AND i.retired_at IS NULL`, maxReviewHeader, uuid).
+			WHERE m.uuid = ? AND m.protection_z IS NOT NULL AND i.retired_at IS NULL`, uuid).
 			Scan(&m.RowID, &m.UUID, &m.AccountID, &m.Inbox, &m.MessageID, &m.From, &m.Subject, &ts, &prot, &m.AttachmentCount,
-				&m.Quarantined, &to, &cc, &replyTo, &m.Text, &m.HTML, &raw, &detail)
+				&m.Quarantined, &to, &cc, &replyTo, &body, &detail)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(ECodeNotFound, "no scanned message %s", uuid)
 		}
@@ -236,7 +238,12 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*ReviewMessage,
 				return err
 			}
 		}
-		m.Header = headerSection(raw)
+		text, html, raw, err := unpackBody(body, true)
+		if err != nil {
+			return err
+		}
+		m.Text, m.HTML = text, html
+		m.Header = headerSection(raw[:min(len(raw), maxReviewHeader)])
 		msgs := []Message{{ID: m.RowID}}
 		if err := fillLabelsAndAttachments(ctx, tx, msgs); err != nil {
 			return err
@@ -276,6 +283,7 @@ type Actor struct {
 //
 // Errors: not_found, malware_blocked.
 func (s *Store) ReleaseMessage(ctx context.Context, uuid string, by Actor) (bool, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var refused, released bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -295,7 +303,7 @@ func (s *Store) ReleaseMessage(ctx context.Context, uuid string, by Actor) (bool
 		p.Status = ProtectionReleased
 		p.ReleasedAt = Time{Time: now}.String()
 		p.ReleasedBy = by.Name
-		if _, err := tx.ExecContext(ctx, "UPDATE messages SET quarantined = 0, protection = ? WHERE id = ?", jsonText(&p), it.RowID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET quarantined = 0, protection_z = ? WHERE id = ?", packJSON(jsonText(&p)), it.RowID); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM message_labels WHERE message_id = ? AND label IN ('quarantined', 'trash')", it.RowID); err != nil {
@@ -336,6 +344,7 @@ func (s *Store) ReleaseMessage(ctx context.Context, uuid string, by Actor) (bool
 //
 // Errors: not_found (also for a message that is not quarantined).
 func (s *Store) DeleteQuarantined(ctx context.Context, uuid string, by Actor) error {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error {
 		it, quarantined, err := loadForAction(ctx, tx, uuid)
@@ -366,9 +375,9 @@ func (s *Store) DeleteQuarantined(ctx context.Context, uuid string, by Actor) er
 
 func loadForAction(ctx context.Context, tx *sql.Tx, uuid string) (*QuarantineItem, bool, error) {
 	var it QuarantineItem
-	var prot sql.NullString
+	var prot zjson
 	var quarantined bool
-	err := tx.QueryRowContext(ctx, `SELECT m.id, i.account_id, i.address, m.message_id, m.protection, m.quarantined
+	err := tx.QueryRowContext(ctx, `SELECT m.id, i.account_id, i.address, m.message_id, m.protection_z, m.quarantined
 		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.uuid = ? AND i.retired_at IS NULL`, uuid).
 		Scan(&it.RowID, &it.AccountID, &it.Inbox, &it.MessageID, &prot, &quarantined)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !prot.Valid) {
@@ -404,6 +413,7 @@ func audit(ctx context.Context, tx *sql.Tx, now time.Time, e AuditEntry) error {
 
 // Audit appends an entry to the audit log (At is the store's clock).
 func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error { return audit(ctx, tx, now, e) })
 }
@@ -411,6 +421,7 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
 // AuditLog returns up to limit entries, newest first, older than the entry id before
 // (0 for the newest).
 func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]AuditEntry, error) {
+	ctx = noCancel(ctx)
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
@@ -445,6 +456,7 @@ func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]AuditE
 // OperatorPasswordHash returns the stored password hash of an operator, or nil when the
 // operator has none.
 func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, error) {
+	ctx = noCancel(ctx)
 	var h []byte
 	err := s.r.QueryRowContext(ctx, "SELECT password_hash FROM operators WHERE name = ?", name).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -456,6 +468,7 @@ func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, 
 // SetOperatorPasswordHash stores an operator's password hash (never the password) and
 // audits the change.
 func (s *Store) SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO operators(name, password_hash, updated_at) VALUES (?, ?, ?)

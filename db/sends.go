@@ -35,6 +35,7 @@ type SendResult struct {
 //
 // Errors: idempotency_conflict, rate_limited (transient), billing_limit.
 func (s *Store) CommitSend(ctx context.Context, r SendRequest) (SendResult, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var out SendResult
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -107,7 +108,8 @@ type OutboundJob struct {
 
 // ClaimOutbound returns up to limit jobs that are due.
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.raw,
+	ctx = noCancel(ctx)
+	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.body,
 		m.from_addr, o.created_at
 		FROM outbound o JOIN messages m ON m.id = o.message_id
 		WHERE o.state = 'ready' AND o.next_at <= ? ORDER BY o.next_at, o.id LIMIT ?`, millis(s.Now()), limit)
@@ -119,7 +121,11 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, er
 	for rows.Next() {
 		var j OutboundJob
 		var created int64
-		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &j.Raw, &j.From, &created); err != nil {
+		var body []byte
+		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &body, &j.From, &created); err != nil {
+			return nil, err
+		}
+		if _, _, j.Raw, err = unpackBody(body, true); err != nil {
 			return nil, err
 		}
 		j.CreatedAt = fromMillis(created).Time
@@ -150,6 +156,7 @@ type OutboundOutcome struct {
 // FinishOutbound records the outcome of a delivery attempt. The delivery record's
 // version grows with every change, and a terminal status is never replaced.
 func (s *Store) FinishOutbound(ctx context.Context, job OutboundJob, o OutboundOutcome) error {
+	ctx = noCancel(ctx)
 	return s.FinishOutboundBatch(ctx, []OutboundJob{job}, []OutboundOutcome{o})
 }
 
@@ -190,6 +197,7 @@ func updateRecipient(ctx context.Context, tx *sql.Tx, messageRow int64, recipien
 
 // ParkedCount returns how many queue rows wait for a transport; the server logs it.
 func (s *Store) ParkedCount(ctx context.Context) (int64, error) {
+	ctx = noCancel(ctx)
 	var n int64
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbound WHERE state = 'parked'").Scan(&n)
 	return n, storageError(err)

@@ -14,21 +14,30 @@ const (
 	MaxThreadBodyBytes = 8 << 20
 )
 
-const threadColumns = "t.id, t.uuid, t.last_ts, t.last_message, t.message_count, t.attachment_count, t.received_ts, t.sent_ts, t.quarantined"
+const threadColumns = "t.id, t.uuid, t.last_ts, t.last_message, t.message_count, t.attachment_count, t.received_ts, t.sent_ts, t.quarantined, t.senders, t.recipients, t.labels"
 
 type threadRow struct {
 	Thread
 	lastTS      int64
 	lastMessage int64
+	kept        bool // senders, recipients and labels came from the row (migration 0007)
 }
 
 func scanThread(row interface{ Scan(...any) error }) (*threadRow, error) {
 	var (
 		t              threadRow
 		received, sent sql.NullInt64
+		senders        sql.NullString
+		recipients     sql.NullString
+		labels         sql.NullString
 	)
-	if err := row.Scan(&t.ID, &t.ThreadID, &t.lastTS, &t.lastMessage, &t.MessageCount, &t.AttachmentCount, &received, &sent, &t.Quarantined); err != nil {
+	if err := row.Scan(&t.ID, &t.ThreadID, &t.lastTS, &t.lastMessage, &t.MessageCount, &t.AttachmentCount, &received, &sent, &t.Quarantined,
+		&senders, &recipients, &labels); err != nil {
 		return nil, err
+	}
+	if senders.Valid && recipients.Valid && labels.Valid {
+		t.kept = true
+		t.Senders, t.Recipients, t.Labels = parseList(senders.String), parseList(recipients.String), parseList(labels.String)
 	}
 	ts := fromMillis(t.lastTS)
 	t.Timestamp = &ts
@@ -49,6 +58,7 @@ func scanThread(row interface{ Scan(...any) error }) (*threadRow, error) {
 //
 // Errors: invalid_argument (page token).
 func (s *Store) ListThreads(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Thread, string, error) {
+	ctx = noCancel(ctx)
 	scope := f.scope("threads", inboxID)
 	c, err := s.decodeToken(pageToken, scope)
 	if err != nil {
@@ -121,15 +131,16 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 	}
 	idx := map[int64]*threadRow{}
 	lastArgs := make([]any, len(ts))
-	threadArgs := make([]any, len(ts))
+	var threadArgs []any
 	for i, t := range ts {
 		idx[t.ID] = t
 		lastArgs[i] = t.lastMessage
-		threadArgs[i] = t.ID
-		t.Labels, t.Senders, t.Recipients = []string{}, []string{}, []string{}
+		if !t.kept {
+			threadArgs = append(threadArgs, t.ID)
+			t.Labels, t.Senders, t.Recipients = []string{}, []string{}, []string{}
+		}
 	}
-	in := placeholders(len(ts))
-	lasts, err := querySummaries(ctx, tx, "SELECT "+summaryColumns+messageFrom+" WHERE m.id IN ("+in+")", lastArgs...)
+	lasts, err := querySummaries(ctx, tx, "SELECT "+summaryColumns+messageFrom+" WHERE m.id IN ("+placeholders(len(ts))+")", lastArgs...)
 	if err != nil {
 		return err
 	}
@@ -143,6 +154,11 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 			t.Triage = m.Triage
 		}
 	}
+	if len(threadArgs) == 0 {
+		return nil
+	}
+	// Threads written before migration 0007 keep no lists: compute them.
+	in := placeholders(len(threadArgs))
 	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id, l.label FROM message_labels l JOIN messages m ON m.id = l.message_id
 		WHERE m.thread_id IN (`+in+") ORDER BY l.label", threadArgs...)
 	if err != nil {
@@ -197,6 +213,7 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 //
 // Errors: not_found, thread_too_large.
 func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, withBodies bool) (*Thread, error) {
+	ctx = noCancel(ctx)
 	var out *Thread
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		t, err := scanThread(tx.QueryRowContext(ctx, "SELECT "+threadColumns+" FROM threads t WHERE t.inbox_id = ? AND t.uuid = ?", inboxID, threadID))
@@ -211,7 +228,7 @@ func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, w
 		}
 		if withBodies {
 			var size int64
-			if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(LENGTH(body_text) + LENGTH(body_html)), 0) FROM messages WHERE thread_id = ?", t.ID).Scan(&size); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(body_size), 0) FROM messages WHERE thread_id = ?", t.ID).Scan(&size); err != nil {
 				return err
 			}
 			if size > MaxThreadBodyBytes {

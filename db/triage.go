@@ -50,6 +50,7 @@ func (n *NewMessage) queuesTriage() bool {
 // allowance is spent the message is not analyzed and its triage becomes absent (API-NOTES
 // section 8), and it is not returned.
 func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip []int64) ([]TriageJob, error) {
+	ctx = noCancel(ctx)
 	var jobs []TriageJob
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		jobs = jobs[:0]
@@ -131,8 +132,8 @@ func setTriage(ctx context.Context, tx *sql.Tx, rowID int64, t *Triage) error {
 			cat, reply, urg = triageFilterColumns(t)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE messages SET triage = ?, tri_category = ?, tri_reply = ?, tri_urgency = ? WHERE id = ?",
-		js, cat, reply, urg, rowID); err != nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE messages SET triage_z = ?, tri_category = ?, tri_reply = ?, tri_urgency = ? WHERE id = ?",
+		packJSON(js), cat, reply, urg, rowID); err != nil {
 		return err
 	}
 	// The search index holds the triage values its filters match on.
@@ -152,6 +153,7 @@ type TriageOutcome struct {
 // the triage unit it spent. A retry counts the failed attempt and reschedules. An outcome
 // for a message no longer queued (deleted meanwhile) changes nothing.
 func (s *Store) FinishTriage(ctx context.Context, outcomes []TriageOutcome) error {
+	ctx = noCancel(ctx)
 	for _, o := range outcomes {
 		if o.Result != nil && o.Result.Status != TriageComplete && o.Result.Status != TriageFailed {
 			return errors.New("db: a triage result is complete or failed")
@@ -196,6 +198,7 @@ func finishTriage(ctx context.Context, tx *sql.Tx, o TriageOutcome) error {
 
 // TriageQueueLen reports how many messages wait for triage (quarantined ones included).
 func (s *Store) TriageQueueLen(ctx context.Context) (int64, error) {
+	ctx = noCancel(ctx)
 	var n int64
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM triage_queue").Scan(&n)
 	return n, storageError(err)
@@ -204,6 +207,7 @@ func (s *Store) TriageQueueLen(ctx context.Context) (int64, error) {
 // NextTriageDue reports when the earliest queued, non-quarantined message comes due, and
 // false when none waits.
 func (s *Store) NextTriageDue(ctx context.Context) (time.Time, bool, error) {
+	ctx = noCancel(ctx)
 	var at sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT MIN(q.next_at) FROM triage_queue q JOIN messages m ON m.id = q.message_id
 		WHERE m.quarantined = 0`).Scan(&at)

@@ -98,6 +98,7 @@ func periodEnd(t time.Time) time.Time {
 
 // SetUsage sets the units an account has spent on a feature in the current period.
 func (s *Store) SetUsage(ctx context.Context, accountID, feature string, used int64) error {
+	ctx = noCancel(ctx)
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO usage(account_id, period, feature, used) VALUES (?, ?, ?, ?)
 			ON CONFLICT(account_id, period, feature) DO UPDATE SET used = excluded.used`,
@@ -159,6 +160,7 @@ func accountPlan(ctx context.Context, tx *sql.Tx, accountID string) (string, err
 
 // GetUsage reports an account's plan, inbox count and remaining balances.
 func (s *Store) GetUsage(ctx context.Context, accountID string) (*Usage, error) {
+	ctx = noCancel(ctx)
 	now := s.Now()
 	var u *Usage
 	err := s.read(ctx, func(tx *sql.Tx) error {

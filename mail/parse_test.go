@@ -433,11 +433,18 @@ func TestParseManyMultipartsDoesNotRecurse(t *testing.T) {
 	c.Check(p.Subject, qt.Equals, "bomb")
 }
 
+// FuzzParse runs in scripts/test.sh for a bounded time; its seeds are every .eml the
+// project keeps (real clients' mail and broken mail), and crashers it finds stay in
+// testdata/fuzz/FuzzParse as regression cases.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob("testdata/*.eml")
 	if err != nil {
 		f.Fatal(err)
 	}
+	more, _ := filepath.Glob("../fixtures/eml/*.eml")
+	files = append(files, more...)
+	// An encoded word that decodes to a line break: a reply's Subject must not carry it.
+	f.Add([]byte("Subject: =?utf-8?q?Hi=0D=0ABcc:_x@evil.example?=\r\nFrom: a@b.example\r\n\r\nbody\r\n"))
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		if err != nil {
@@ -456,6 +463,17 @@ func FuzzParse(f *testing.F) {
 		assertCleanStrings(qt.New(t), p)
 		if !validID(p.MessageID) {
 			t.Fatalf("bad message id %q", p.MessageID)
+		}
+		// These reach the headers of a reply or a download: no line breaks.
+		for _, s := range append([]string{p.Subject, p.From, p.InReplyTo}, p.References...) {
+			if strings.ContainsAny(s, "\r\n") {
+				t.Fatalf("header-bound value %q has a line break", s)
+			}
+		}
+		for _, a := range p.Attachments {
+			if strings.ContainsAny(a.Filename, "\r\n") {
+				t.Fatalf("attachment filename %q has a line break", a.Filename)
+			}
 		}
 	})
 }

@@ -29,6 +29,10 @@ type Config struct {
 	// Search answers searchMessages; nil means the server runs without an index and the
 	// operation answers 404.
 	Search *search.Indexer
+	// Metrics collects what GET /metrics shows (nil: the server keeps its own); share one
+	// with the SMTP listener. MetricsToken, when set, is the bearer token /metrics needs.
+	Metrics      *Metrics
+	MetricsToken string
 }
 
 // Server serves the HTTP API.
@@ -43,6 +47,7 @@ type Server struct {
 	now     func() time.Time
 	mcp     *mcpHandler // POST /mcp
 	dash    *dashboard  // /dashboard/ (dashboard.go)
+	metrics *Metrics    // GET /metrics (metrics.go)
 }
 
 // New builds the HTTP handler.
@@ -52,7 +57,10 @@ func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, lo
 	if err != nil {
 		return nil, fmt.Errorf("server: openapi: %w", err)
 	}
-	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now}
+	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now, metrics: cfg.Metrics}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
 	if s.mcp, err = s.newMCPHandler(); err != nil {
 		return nil, fmt.Errorf("server: mcp: %w", err)
 	}
@@ -110,6 +118,7 @@ func (s *Server) routes() *httprouter.Router {
 		} else {
 			hf = absent(op, s.log) // in the contract but not built yet: say so plainly
 		}
+		hf = named(op.ID, hf)
 		path := routerPath(op.Path)
 		switch {
 		case path == shared:
@@ -142,6 +151,7 @@ func (s *Server) routes() *httprouter.Router {
 	}
 	r.GET("/healthz", s.handleHealth)
 	r.GET("/openapi.json", s.handleOpenAPI)
+	r.GET("/metrics", s.handleMetrics)
 	r.GET("/attachments/:inbox/:message/:attachment", s.handleDownload)
 	// POST /mcp; every other method gets 405 with Allow: POST from the handler.
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
@@ -178,13 +188,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r2.URL.Path = r.URL.EscapedPath()
 	r2.URL.RawPath = ""
 	s.router.ServeHTTP(rec, r2)
-	s.log.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rec.status,
-		"duration_ms", float64(time.Since(start).Microseconds())/1000)
+	d := time.Since(start)
+	if rec.op == "" {
+		rec.op = operationOf(r2.URL.Path, rec.status)
+	}
+	s.metrics.observeRequest(rec.op, rec.status, d)
+	// One line per request; never a header (keys), the query (search terms, download
+	// signatures) or a body.
+	s.log.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "op", rec.op, "status", rec.status,
+		"duration_ms", float64(d.Microseconds())/1000)
 }
 
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	op     string // the operation id (metrics.go), set by the route's handler
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

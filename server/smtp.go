@@ -44,6 +44,8 @@ type SMTPConfig struct {
 	MaxRecipients   int
 	MaxMessageBytes int64
 	IdleTimeout     time.Duration
+	// Metrics counts connections, recipients and messages (nil: not counted).
+	Metrics *Metrics
 }
 
 // SMTP is the inbound SMTP listener: mail for inboxes on this server's domains only (it
@@ -189,7 +191,8 @@ var (
 	errTooManyBad   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many unknown recipients; closing connection"}
 )
 
-func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
+	defer func() { x.srv.cfg.Metrics.countSMTP("recipient", smtpOutcome(err, smtpDeferred)) }()
 	id, err := x.srv.svc.ResolveRecipient(context.Background(), to)
 	switch {
 	case err == nil:
@@ -220,7 +223,8 @@ func (x *smtpSession) bad(e *smtp.SMTPError) error {
 	return e
 }
 
-func (x *smtpSession) Data(r io.Reader) error {
+func (x *smtpSession) Data(r io.Reader) (err error) {
+	defer func() { x.srv.cfg.Metrics.countSMTP("message", smtpOutcome(err, smtpFailed)) }()
 	conn := x.conn.Conn()
 	if sc := slotOf(conn); sc != nil {
 		sc.setBusy(true, x.srv.cfg.IdleTimeout)
@@ -325,6 +329,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
+			l.smtp.cfg.Metrics.countSMTP("connection", smtpAccepted)
 			sc := &slotConn{Conn: c}
 			l.smtp.mu.Lock()
 			l.smtp.conns[sc] = struct{}{}
@@ -337,6 +342,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			}
 			return sc, nil
 		default:
+			l.smtp.cfg.Metrics.countSMTP("connection", smtpRejected)
 			go func() {
 				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 				io.WriteString(c, "421 4.7.0 Too many connections; try again later\r\n")

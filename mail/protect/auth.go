@@ -144,6 +144,7 @@ func (s *Scanner) authenticate(ctx context.Context, in Input, h header, d *db.Pr
 	ctx, cancel := context.WithTimeout(ctx, s.authTimeout)
 	defer cancel()
 	g := newGuard(s.resolver, s.queryTimeout)
+	g.shared = s.dnsCache
 
 	spfResult, spfDomain := s.checkSPF(ctx, g, in, d)
 	a.SPF = spfResult

@@ -62,6 +62,8 @@ type guard struct {
 	mu      sync.Mutex
 	queries int
 	cache   map[string]any
+
+	shared *dnsCache // answers kept across messages; nil keeps none
 }
 
 func newGuard(r Resolver, timeout time.Duration) *guard {
@@ -93,6 +95,13 @@ func do[T any](ctx context.Context, g *guard, kind, name string, q func(ctx cont
 	g.queries++
 	g.mu.Unlock()
 
+	if c, ok := g.shared.get(key); ok {
+		c := c.(cached[T])
+		g.mu.Lock()
+		g.cache[key] = c
+		g.mu.Unlock()
+		return c.v, c.err
+	}
 	qctx, cancel := context.WithTimeout(ctx, g.timeout)
 	v, err := q(qctx)
 	cancel()
@@ -100,7 +109,66 @@ func do[T any](ctx context.Context, g *guard, kind, name string, q func(ctx cont
 	g.mu.Lock()
 	g.cache[key] = cached[T]{v, err}
 	g.mu.Unlock()
+	var de *net.DNSError
+	if err == nil || (errors.As(err, &de) && de.IsNotFound) {
+		g.shared.put(key, cached[T]{v, err}) // temporary failures are asked again
+	}
 	return v, err
+}
+
+// DefaultDNSCacheTTL is how long an answer (or a "no such name") is reused across messages.
+// The SPF and DMARC records of a domain that sends a burst of mail are looked up once per
+// burst instead of once per message; a changed record is seen within this time.
+const DefaultDNSCacheTTL = 30 * time.Second
+
+// dnsCacheMax bounds the cache; past it, it starts over.
+const dnsCacheMax = 4096
+
+// dnsCache keeps DNS answers for a short, fixed time, shared by the scans of one Scanner.
+type dnsCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]dnsEntry
+}
+
+type dnsEntry struct {
+	v     any
+	until time.Time
+}
+
+func newDNSCache(ttl time.Duration) *dnsCache {
+	if ttl < 0 {
+		return nil
+	}
+	if ttl == 0 {
+		ttl = DefaultDNSCacheTTL
+	}
+	return &dnsCache{ttl: ttl, m: map[string]dnsEntry{}}
+}
+
+func (c *dnsCache) get(key string) (any, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || time.Now().After(e.until) {
+		return nil, false
+	}
+	return e.v, true
+}
+
+func (c *dnsCache) put(key string, v any) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= dnsCacheMax {
+		clear(c.m)
+	}
+	c.m[key] = dnsEntry{v: v, until: time.Now().Add(c.ttl)}
 }
 
 func temporary(name string, err error) error {

@@ -37,6 +37,9 @@ type Config struct {
 	// QueryTimeout bounds each DNS query (default 3 s); AuthTimeout all of a message's
 	// authentication (default 10 s); ScannerTimeout one spamd or clamd exchange (30 s).
 	QueryTimeout, AuthTimeout, ScannerTimeout time.Duration
+	// DNSCacheTTL is how long DNS answers are reused across messages (default
+	// DefaultDNSCacheTTL); negative reuses none.
+	DNSCacheTTL time.Duration
 	// Now is the clock of scannedAt; nil means time.Now.
 	Now func() time.Time
 }
@@ -51,6 +54,7 @@ type Scanner struct {
 	queryTimeout time.Duration
 	authTimeout  time.Duration
 	now          func() time.Time
+	dnsCache     *dnsCache
 }
 
 // New checks cfg and returns a Scanner.
@@ -62,6 +66,7 @@ func New(cfg Config) (*Scanner, error) {
 		queryTimeout: cfg.QueryTimeout,
 		authTimeout:  cfg.AuthTimeout,
 		now:          cfg.Now,
+		dnsCache:     newDNSCache(cfg.DNSCacheTTL),
 	}
 	if s.threshold <= 0 {
 		s.threshold = DefaultThreshold

@@ -60,12 +60,15 @@ var Rules = []Rule{
 	{"SUBJECT_EXCLAIM", 1.0, "subject has three or more exclamation marks", func(in *spamInput) bool {
 		return strings.Count(in.in.Subject, "!") >= 3
 	}},
-	{"MONEY_AMOUNT", 1.5, "body names a large sum of money", func(in *spamInput) bool { return moneyRE.MatchString(in.body) }},
+	{"MONEY_AMOUNT", 1.5, "body names a large sum of money", func(in *spamInput) bool {
+		// A currency sign or "...illion" must be there before the expression can match.
+		return (strings.ContainsAny(in.body, "$€£") || strings.Contains(in.lower, "illion")) && moneyRE.MatchString(in.body)
+	}},
 	{"URL_IP_ADDRESS", 1.5, "a link points at a bare IP address", func(in *spamInput) bool {
-		return ipURLRE.MatchString(in.body) || ipURLRE.MatchString(in.in.HTML)
+		return (in.bodyLinks && ipURLRE.MatchString(in.body)) || (in.htmlLinks && ipURLRE.MatchString(in.in.HTML))
 	}},
 	{"URL_SHORTENER", 1.0, "a link goes through a URL shortener", func(in *spamInput) bool {
-		return shortURLRE.MatchString(in.body) || shortURLRE.MatchString(in.in.HTML)
+		return (in.bodyLinks && shortURLRE.MatchString(in.body)) || (in.htmlLinks && shortURLRE.MatchString(in.in.HTML))
 	}},
 	{"EXECUTABLE_ATTACHMENT", 2.5, "an attachment is a program or script", func(in *spamInput) bool {
 		for _, a := range in.in.Attachments {
@@ -90,15 +93,30 @@ type spamInput struct {
 	h       header
 	auth    db.Authentication
 	body    string // subject and text, white space collapsed
+	lower   string // body in lower case
 	phrases int    // distinct spam phrases found
+	// Whether body and HTML hold "http" in any case: the URL rules match nothing without
+	// it, and a regular expression costs far more than this look.
+	bodyLinks, htmlLinks bool
+}
+
+// hasHTTP reports whether s holds "http" in any mix of cases.
+func hasHTTP(s string) bool {
+	for i := 0; i+4 <= len(s); i++ {
+		if c := s[i]; (c == 'h' || c == 'H') && strings.EqualFold(s[i:i+4], "http") {
+			return true
+		}
+	}
+	return false
 }
 
 // scoreBuiltin runs the rule table.
 func scoreBuiltin(in *Input, h header, auth db.Authentication) (float64, []db.SpamRule) {
 	si := &spamInput{in: in, h: h, auth: auth, body: strings.Join(strings.Fields(in.Subject+"\n"+in.Text), " ")}
-	lower := strings.ToLower(si.body)
+	si.lower = strings.ToLower(si.body)
+	si.bodyLinks, si.htmlLinks = hasHTTP(si.body), hasHTTP(in.HTML)
 	for _, p := range spamPhrases {
-		if strings.Contains(lower, p) {
+		if strings.Contains(si.lower, p) {
 			si.phrases++
 		}
 	}

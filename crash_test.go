@@ -1,0 +1,1101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The crash loops: the real binary is killed with SIGKILL (what a crash or the OOM killer
+// does; the kernel's page cache survives it, unlike a power cut) at random moments of a
+// workload, again and again on one database, and restarted each time. After every kill the
+// database must pass PRAGMA integrity_check; after every restart what was acknowledged must
+// be there, once; at the end, with every queue drained, the search index must hold exactly
+// the searchable messages. Each scenario kills at least crashKills times; a kill comes
+// after a random delay of up to 300 ms, so it lands anywhere: in a request, in a commit,
+// in the outbound, index or triage worker.
+
+// crashKills is how many times each scenario kills the server (INBOXD_CRASH_KILLS
+// overrides it, e.g. for a longer hunt).
+func crashKills(t *testing.T) int {
+	if v, err := strconv.Atoi(os.Getenv("INBOXD_CRASH_KILLS")); err == nil && v > 0 {
+		return v
+	}
+	return 50
+}
+
+// crashBudget bounds a scenario's kill loop: past it the loop stops and the test fails,
+// whatever the count. It is far above what 50 kills take (about 20 s).
+const crashBudget = 4 * time.Minute
+
+var (
+	fastBuildOnce sync.Once
+	fastBin       string
+	fastBuildErr  error
+	buildDirs     []string // removed by TestMain
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		buildDirs = append(buildDirs, filepath.Dir(builtBin))
+	}
+	for _, d := range buildDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+// crashBinary builds inboxd once with this test binary's build tags but without the race
+// detector: a race-instrumented server starts several times slower, and the crash loops
+// start it hundreds of times. Races are the business of the in-process tests.
+func crashBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary and kills it hundreds of times")
+	}
+	fastBuildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "inboxd-crashloop-")
+		if err != nil {
+			fastBuildErr = err
+			return
+		}
+		buildDirs = append(buildDirs, dir)
+		fastBin = filepath.Join(dir, "inboxd")
+		args := []string{"build", "-o", fastBin}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "-tags" {
+					args = append(args, "-tags", s.Value)
+				}
+			}
+		}
+		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+			fastBuildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if fastBuildErr != nil {
+		t.Fatal(fastBuildErr)
+	}
+	return fastBin
+}
+
+// rig is one scenario: one database, killed and restarted in a loop.
+type rig struct {
+	t      *testing.T
+	bin    string
+	dbPath string
+	seed   string   // fixture for the first start
+	args   []string // extra flags for every start
+	starts int
+	rng    *rand.Rand
+	client *http.Client
+}
+
+func newRig(t *testing.T, fixture string, args ...string) *rig {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "fixture.json")
+	qt.Assert(t, os.WriteFile(seed, []byte(fixture), 0o644), qt.IsNil)
+	seedN := uint64(time.Now().UnixNano())
+	t.Logf("random seed %d", seedN)
+	return &rig{t: t, bin: crashBinary(t), dbPath: filepath.Join(dir, "inboxd.db"), seed: seed, args: args,
+		rng: rand.New(rand.NewPCG(seedN, 8)), client: &http.Client{Timeout: 20 * time.Second}}
+}
+
+func (r *rig) start() *proc {
+	r.t.Helper()
+	args := append([]string{"--db", r.dbPath}, r.args...)
+	if r.starts == 0 {
+		args = append(args, "--seed", r.seed)
+	}
+	r.starts++
+	r.client.CloseIdleConnections()
+	return startInboxd(r.t, r.bin, args...)
+}
+
+// loop runs crashKills cycles: start, run work until a random moment, SIGKILL, check the
+// file. work must return soon after stop is closed (its requests fail once the server is
+// gone).
+func (r *rig) loop(maxDelay time.Duration, check func(p *proc), work func(p *proc, cycle int, stop <-chan struct{})) {
+	r.t.Helper()
+	kills := crashKills(r.t)
+	begin := time.Now()
+	deadline := begin.Add(crashBudget)
+	var startTime time.Duration
+	for cycle := range kills {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("only %d of %d kills within %s", cycle, kills, crashBudget)
+		}
+		t0 := time.Now()
+		p := r.start()
+		startTime += time.Since(t0)
+		if check != nil {
+			check(p) // what the last kill left, before the next one
+			if r.t.Failed() {
+				r.t.Fatalf("cycle %d failed; server log:\n%s", cycle, p.log)
+			}
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); work(p, cycle, stop) }()
+		time.Sleep(time.Duration(r.rng.Int64N(int64(maxDelay))))
+		p.kill(r.t)
+		close(stop)
+		wg.Wait()
+		r.integrity()
+		if r.t.Failed() {
+			r.t.Fatalf("cycle %d failed; server log:\n%s", cycle, p.log)
+		}
+	}
+	r.t.Logf("%d kills in %s (%s starting)", kills, time.Since(begin).Round(time.Millisecond), startTime.Round(time.Millisecond))
+}
+
+// integrity opens the killed server's database as the next start would and runs SQLite's
+// integrity check.
+func (r *rig) integrity() {
+	r.t.Helper()
+	ctx := context.Background()
+	store, err := db.Open(ctx, r.dbPath, db.Options{})
+	qt.Assert(r.t, err, qt.IsNil)
+	defer store.Close()
+	v, err := store.IntegrityCheck(ctx)
+	qt.Assert(r.t, err, qt.IsNil)
+	qt.Assert(r.t, v, qt.Equals, "ok")
+}
+
+// stop ends a run with SIGTERM, which must drain and exit 0, then checks the file.
+func (r *rig) stop(p *proc) {
+	r.t.Helper()
+	qt.Assert(r.t, p.cmd.Process.Signal(syscall.SIGTERM), qt.IsNil)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	begin := time.Now()
+	select {
+	case err := <-done:
+		qt.Assert(r.t, err, qt.IsNil, qt.Commentf("exit after SIGTERM: %v\n%s", err, p.log))
+		r.t.Logf("exited 0 %s after SIGTERM", time.Since(begin).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("no exit 30 s after SIGTERM:\n%s", p.log)
+	}
+	r.integrity()
+}
+
+// call is one API request. A transport error (the server was killed) is returned, not
+// fatal; a 5xx answer is a test failure: a dying server closes connections, it does not
+// answer 500.
+func (r *rig) call(p *proc, method, path string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, p.api+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+crashKey)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := r.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	if res.StatusCode >= 500 {
+		r.t.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	if out != nil && res.StatusCode == 200 {
+		if err := json.Unmarshal(b, out); err != nil {
+			r.t.Errorf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return res.StatusCode, nil
+}
+
+// must is call for a server that is up: anything but the wanted status fails the test.
+func (r *rig) must(p *proc, want int, method, path string, body, out any) {
+	r.t.Helper()
+	status, err := r.call(p, method, path, body, out)
+	if err != nil || status != want {
+		r.t.Fatalf("%s %s: status %d (want %d), %v\n%s", method, path, status, want, err, p.log)
+	}
+}
+
+type apiMessage struct {
+	MessageID string   `json:"messageId"`
+	ThreadID  string   `json:"threadId"`
+	Subject   string   `json:"subject"`
+	Labels    []string `json:"labels"`
+	Delivery  *struct {
+		Recipients []struct {
+			Recipient string `json:"recipient"`
+			Status    string `json:"status"`
+			Provider  string `json:"provider"`
+		} `json:"recipients"`
+	} `json:"delivery"`
+}
+
+func inboxURL(addr string) string { return "/v1/inboxes/" + url.PathEscape(addr) }
+
+func messageURL(addr, id string) string {
+	return inboxURL(addr) + "/messages/" + url.PathEscape(id)
+}
+
+// messages lists every message of an inbox.
+func (r *rig) messages(p *proc, addr string) []apiMessage {
+	r.t.Helper()
+	var all []apiMessage
+	token := ""
+	for {
+		var page struct {
+			Messages      []apiMessage `json:"messages"`
+			NextPageToken string       `json:"nextPageToken"`
+		}
+		path := inboxURL(addr) + "/messages?limit=100"
+		if token != "" {
+			path += "&pageToken=" + url.QueryEscape(token)
+		}
+		r.must(p, 200, "GET", path, nil, &page)
+		all = append(all, page.Messages...)
+		if token = page.NextPageToken; token == "" {
+			return all
+		}
+	}
+}
+
+// search returns the message ids a query finds in an inbox, every page.
+func (r *rig) search(p *proc, addr, query string) map[string]int {
+	r.t.Helper()
+	found := map[string]int{}
+	token := ""
+	for {
+		var page struct {
+			Messages      []apiMessage `json:"messages"`
+			NextPageToken string       `json:"nextPageToken"`
+		}
+		path := inboxURL(addr) + "/messages/search?limit=100&query=" + url.QueryEscape(query)
+		if token != "" {
+			path += "&pageToken=" + url.QueryEscape(token)
+		}
+		r.must(p, 200, "GET", path, nil, &page)
+		for _, m := range page.Messages {
+			found[m.MessageID]++
+		}
+		if token = page.NextPageToken; token == "" {
+			return found
+		}
+	}
+}
+
+var metricLine = regexp.MustCompile(`^([a-z_]+(?:\{[^}]*\})?) (\S+)$`)
+
+// metrics reads GET /metrics into series -> value.
+func (r *rig) metrics(p *proc) map[string]float64 {
+	r.t.Helper()
+	res, err := r.client.Get(p.api + "/metrics")
+	qt.Assert(r.t, err, qt.IsNil)
+	defer res.Body.Close()
+	qt.Assert(r.t, res.StatusCode, qt.Equals, 200)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if m := metricLine.FindStringSubmatch(sc.Text()); m != nil {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			out[m[1]] = v
+		}
+	}
+	return out
+}
+
+// drain waits until the outbound, index and triage queues are empty at the same scrape.
+func (r *rig) drain(p *proc) map[string]float64 {
+	r.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m := r.metrics(p)
+		if m[`inboxd_queue_depth{queue="outbound"}`] == 0 && m[`inboxd_queue_depth{queue="index"}`] == 0 &&
+			m[`inboxd_queue_depth{queue="triage"}`] == 0 && m["inboxd_search_index_ready"] == 1 {
+			return m
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("queues not drained after 60 s: %v\n%s", m, p.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkIndex checks, with the queues drained, that the search index holds exactly the
+// searchable (not trashed, not quarantined) messages of the live inboxes: a deleted
+// inbox's or a trashed message's document left behind, or a message never indexed, shows.
+func (r *rig) checkIndex(p *proc) {
+	r.t.Helper()
+	m := r.drain(p)
+	var inboxes struct {
+		Inboxes []struct {
+			InboxID string `json:"inboxId"`
+		} `json:"inboxes"`
+		NextPageToken string `json:"nextPageToken"`
+	}
+	r.must(p, 200, "GET", "/v1/inboxes?limit=100", nil, &inboxes)
+	qt.Assert(r.t, inboxes.NextPageToken, qt.Equals, "")
+	searchable := 0
+	for _, in := range inboxes.Inboxes {
+		for _, msg := range r.messages(p, in.InboxID) {
+			if !has(msg.Labels, "trash") && !has(msg.Labels, "quarantined") {
+				searchable++
+			}
+		}
+	}
+	qt.Assert(r.t, m["inboxd_search_index_documents"], qt.Equals, float64(searchable),
+		qt.Commentf("search index documents vs searchable messages"))
+}
+
+// smtpDial connects an SMTP client whose every read and write gives up after 20 s.
+func smtpDial(addr string) (*smtp.Client, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	return smtp.NewClient(conn), nil
+}
+
+// smtpCode is the reply code of an SMTP error, 0 for a broken connection.
+func smtpCode(err error) int {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
+func has(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// crashFixture is an account with the crash key and the given inboxes (JSON objects).
+func crashFixture(inboxes ...string) string {
+	return `{"accounts": [{"id": "crash", "plan": "exempt",
+		"keys": [{"token": "` + crashKey + `", "scopes": ["inboxes:read", "inboxes:write", "messages:read", "messages:send", "messages:write"]}],
+		"inboxes": [` + strings.Join(inboxes, ",") + `]}]}`
+}
+
+// TestCrashLoopSMTPIngest kills the server while several SMTP clients deliver, some
+// messages to two inboxes at once. A client whose message got no 250 sends it again
+// after the restart, as an MTA does. Every acknowledged message is stored once in each of
+// its inboxes; a message that was in flight is in all of its inboxes or in none.
+func TestCrashLoopSMTPIngest(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, crashFixture(`{"address": "sink@{domain}"}`, `{"address": "agent@{domain}"}`))
+	type message struct {
+		id    string
+		rcpts []string
+		data  string
+	}
+	var mu sync.Mutex
+	acked := map[string]message{}
+	var pending []message // sent without an answer: retried after the restart
+	n := 0
+	newMessage := func(w int) message {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		m := message{id: fmt.Sprintf("<ingest-%d-%d@customer.example>", w, n), rcpts: []string{"sink@inboxd.test"}}
+		if n%4 == 0 {
+			m.rcpts = append(m.rcpts, "agent@inboxd.test")
+		}
+		m.data = "From: ann@customer.example\r\nTo: " + strings.Join(m.rcpts, ", ") + "\r\nSubject: ingest " + m.id +
+			"\r\nMessage-ID: " + m.id + "\r\n\r\ncrashingest\r\n" + strings.Repeat("A line of text to give the message a realistic size.\r\n", 40)
+		return m
+	}
+	// atomic checks that each message in flight at the kill is in every inbox or in none.
+	atomic := func(p *proc) {
+		for _, m := range pending {
+			if len(m.rcpts) < 2 {
+				continue
+			}
+			var found []int
+			for _, rc := range m.rcpts {
+				status, err := r.call(p, "GET", messageURL(rc, m.id), nil, nil)
+				qt.Assert(t, err, qt.IsNil)
+				found = append(found, status)
+			}
+			if found[0] != found[1] {
+				t.Errorf("%s is half stored: %v in %v", m.id, found, m.rcpts)
+			}
+		}
+	}
+	work := func(p *proc, stop <-chan struct{}, w int, retry []message) {
+		cl, err := smtpDial(p.smtp)
+		if err != nil {
+			mu.Lock()
+			pending = append(pending, retry...)
+			mu.Unlock()
+			return
+		}
+		defer cl.Close()
+		for i := 0; ; i++ {
+			var m message
+			if i < len(retry) {
+				m = retry[i]
+			} else {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m = newMessage(w)
+			}
+			if err := cl.SendMail("ann@customer.example", m.rcpts, strings.NewReader(m.data)); err != nil {
+				mu.Lock()
+				pending = append(pending, m)
+				if i < len(retry) {
+					pending = append(pending, retry[i+1:]...)
+				}
+				mu.Unlock()
+				if code := smtpCode(err); code >= 500 {
+					t.Errorf("%s: %v", m.id, err)
+				}
+				return
+			}
+			mu.Lock()
+			acked[m.id] = m
+			mu.Unlock()
+		}
+	}
+	run := func(p *proc, stop <-chan struct{}) {
+		mu.Lock()
+		retry := pending
+		pending = nil
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for w := range 3 {
+			var mine []message
+			for i := w; i < len(retry); i += 3 {
+				mine = append(mine, retry[i])
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); work(p, stop, w, mine) }()
+		}
+		wg.Wait()
+	}
+	r.loop(300*time.Millisecond, atomic, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop) })
+
+	p := r.start()
+	atomic(p)
+	closed := make(chan struct{})
+	close(closed)
+	run(p, closed) // the retries of what the last kill interrupted
+	qt.Assert(t, pending, qt.HasLen, 0)
+	for _, inbox := range []string{"sink@inboxd.test", "agent@inboxd.test"} {
+		stored := map[string]int{}
+		for _, m := range r.messages(p, inbox) {
+			stored[m.MessageID]++
+		}
+		want := 0
+		for id, m := range acked {
+			if has(m.rcpts, inbox) {
+				want++
+				if stored[id] != 1 {
+					t.Errorf("%s: acknowledged %s stored %d times", inbox, id, stored[id])
+				}
+			}
+		}
+		qt.Check(t, len(stored), qt.Equals, want, qt.Commentf("%s holds messages nobody sent", inbox))
+		r.drain(p)
+		qt.Check(t, r.search(p, inbox, "crashingest"), qt.DeepEquals, stored, qt.Commentf("search in %s", inbox))
+	}
+	r.checkIndex(p)
+	t.Logf("%d messages acknowledged", len(acked))
+	r.stop(p)
+}
+
+// countingRelay is a relay that counts each message it receives whole (the end-of-data
+// dot arrived), and waits a little before answering so that kills land between the dot
+// and the answer too.
+type countingRelay struct {
+	mu    sync.Mutex
+	count map[string]int // subject key -> messages received whole
+	rng   *rand.Rand
+}
+
+func (r *countingRelay) NewSession(*smtp.Conn) (smtp.Session, error) {
+	return &countingSession{r: r}, nil
+}
+
+type countingSession struct{ r *countingRelay }
+
+func (s *countingSession) Reset()                               {}
+func (s *countingSession) Logout() error                        { return nil }
+func (s *countingSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *countingSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+
+var sendSubjectRE = regexp.MustCompile(`(?m)^Subject: send (\S+) crashsend`)
+
+func (s *countingSession) Data(rd io.Reader) error {
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return err // a transaction cut off before its dot is dropped
+	}
+	s.r.mu.Lock()
+	if m := sendSubjectRE.FindSubmatch(b); m != nil {
+		s.r.count[string(m[1])]++
+	}
+	wait := time.Duration(s.r.rng.Int64N(int64(20 * time.Millisecond)))
+	s.r.mu.Unlock()
+	time.Sleep(wait)
+	return nil
+}
+
+// TestCrashLoopAPISends kills the server while clients send through the API to a local
+// inbox and to a relay. A client whose send got no answer repeats it with the same
+// idempotency key after the restart. Each send is stored once, delivered once into the
+// local inbox and received once by the relay, and its delivery record says so.
+func TestCrashLoopAPISends(t *testing.T) {
+	t.Parallel()
+	relay := &countingRelay{count: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
+	rs := smtp.NewServer(relay)
+	rs.Domain = "relay.test"
+	rs.ErrorLog = nopLog{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	qt.Assert(t, err, qt.IsNil)
+	go rs.Serve(ln)
+	defer rs.Close()
+
+	// Six senders: the per-inbox limit of 250 sends a day is far from reached.
+	const senders = 6
+	inboxes := []string{`{"address": "sink@{domain}"}`}
+	for i := range senders {
+		inboxes = append(inboxes, fmt.Sprintf(`{"address": "s%d@{domain}"}`, i))
+	}
+	r := newRig(t, crashFixture(inboxes...), "--relay", "smtp://"+ln.Addr().String())
+
+	type send struct {
+		key, from string
+		body      map[string]any
+	}
+	var mu sync.Mutex
+	acked := map[string]string{} // key -> messageId
+	from := map[string]string{}  // key -> sender inbox
+	var pending []send
+	n := 0
+	newSend := func() send {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		s := send{key: fmt.Sprintf("k%d", n), from: fmt.Sprintf("s%d@inboxd.test", n%senders)}
+		s.body = map[string]any{"to": []string{"sink@inboxd.test", "friend@far.example"}, "subject": "send " + s.key + " crashsend",
+			"text": "crashsend body of " + s.key, "idempotencyKey": s.key}
+		from[s.key] = s.from
+		return s
+	}
+	work := func(p *proc, stop <-chan struct{}, retry []send) {
+		for i := 0; ; i++ {
+			var s send
+			if i < len(retry) {
+				s = retry[i]
+			} else {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s = newSend()
+			}
+			var res struct {
+				MessageID    string `json:"messageId"`
+				Deduplicated bool   `json:"deduplicated"`
+			}
+			status, err := r.call(p, "POST", inboxURL(s.from)+"/messages/send", s.body, &res)
+			if err != nil {
+				mu.Lock()
+				pending = append(pending, s)
+				if i < len(retry) {
+					pending = append(pending, retry[i+1:]...)
+				}
+				mu.Unlock()
+				return
+			}
+			if status != 200 {
+				t.Errorf("send %s: %d", s.key, status)
+				return
+			}
+			mu.Lock()
+			if prev, ok := acked[s.key]; ok && prev != res.MessageID {
+				t.Errorf("send %s answered %s, then %s", s.key, prev, res.MessageID)
+			}
+			acked[s.key] = res.MessageID
+			mu.Unlock()
+		}
+	}
+	run := func(p *proc, stop <-chan struct{}) {
+		mu.Lock()
+		retry := pending
+		pending = nil
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for w := range 3 {
+			var mine []send
+			for i := w; i < len(retry); i += 3 {
+				mine = append(mine, retry[i])
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); work(p, stop, mine) }()
+		}
+		wg.Wait()
+	}
+	r.loop(300*time.Millisecond, nil, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop) })
+
+	p := r.start()
+	closed := make(chan struct{})
+	close(closed)
+	run(p, closed)
+	qt.Assert(t, pending, qt.HasLen, 0)
+	r.drain(p)
+
+	sent := map[string]int{} // key -> sent copies
+	for i := range senders {
+		for _, m := range r.messages(p, fmt.Sprintf("s%d@inboxd.test", i)) {
+			key := strings.Fields(m.Subject)[1]
+			sent[key]++
+			if acked[key] != m.MessageID {
+				t.Errorf("sent %s is %s, the answer said %s", key, m.MessageID, acked[key])
+			}
+		}
+	}
+	received := map[string]int{}
+	for _, m := range r.messages(p, "sink@inboxd.test") {
+		received[strings.Fields(m.Subject)[1]]++
+	}
+	uncertain := 0
+	for key, id := range acked {
+		if sent[key] != 1 || received[key] != 1 {
+			t.Errorf("send %s: stored %d times, delivered locally %d times", key, sent[key], received[key])
+		}
+		var m apiMessage
+		r.must(p, 200, "GET", messageURL(from[key], id), nil, &m)
+		for _, rc := range m.Delivery.Recipients {
+			switch {
+			case rc.Recipient == "sink@inboxd.test" && rc.Status == "delivered" && rc.Provider == "local":
+			case rc.Recipient == "friend@far.example" && rc.Status == "delivered" && rc.Provider == "relay":
+			case rc.Recipient == "friend@far.example" && rc.Status == "accepted":
+				uncertain++ // the relay had it whole when the server died: not resent
+			default:
+				t.Errorf("send %s: recipient %+v", key, rc)
+			}
+		}
+	}
+	qt.Check(t, len(sent), qt.Equals, len(acked))
+	qt.Check(t, len(received), qt.Equals, len(acked))
+	relay.mu.Lock()
+	for key := range acked {
+		if relay.count[key] != 1 {
+			t.Errorf("send %s reached the relay %d times", key, relay.count[key])
+		}
+	}
+	qt.Check(t, len(relay.count), qt.Equals, len(acked))
+	relay.mu.Unlock()
+	r.checkIndex(p)
+	t.Logf("%d sends acknowledged; %d relay deliveries recorded accepted (answer lost at a kill)", len(acked), uncertain)
+	r.stop(p)
+}
+
+// TestCrashLoopLabels kills the server while clients change labels: whole threads
+// (updateThreadLabels) and single messages (updateMessageLabels). Each change n adds the
+// label vn and removes v(n-1), and moves the messages to or from trash, so a change that
+// is half applied shows as two v labels, none, or a thread with some messages trashed.
+// After every restart each thread and message is exactly in the state of the last
+// acknowledged change or of the one in flight, all of its messages alike.
+func TestCrashLoopLabels(t *testing.T) {
+	t.Parallel()
+	const threads, perThread, threadOps = 12, 4, 8 // threads 0-7 by thread, 8-11 by message
+	var msgs []string
+	for j := range threads {
+		for k := range perThread {
+			refs := []string{}
+			for i := range k {
+				refs = append(refs, fmt.Sprintf(`"<t%d-%d@customer.example>"`, j, i))
+			}
+			reply := ""
+			if k > 0 {
+				reply = fmt.Sprintf(`, "inReplyTo": "<t%d-%d@customer.example>", "references": [%s]`, j, k-1, strings.Join(refs, ","))
+			}
+			msgs = append(msgs, fmt.Sprintf(`{"messageId": "<t%d-%d@customer.example>", "from": "ann@customer.example",
+				"subject": "thread %d labeltoken", "text": "labeltoken thread %d message %d",
+				"timestamp": "2026-11-02T09:%02d:%02dZ"%s}`, j, k, j, j, k, j, k, reply))
+		}
+	}
+	const inbox = "labels@inboxd.test"
+	r := newRig(t, crashFixture(`{"address": "labels@{domain}", "messages": [`+strings.Join(msgs, ",")+`]}`))
+
+	// A unit is a thread (changed whole) or a message (changed alone).
+	type unit struct {
+		path     string   // the PATCH path
+		messages []string // the message ids the change applies to
+		acked    int      // last acknowledged change
+		inFlight int      // a change sent without an answer, or 0
+	}
+	var units []*unit
+	change := func(n int) map[string]any {
+		add, remove := []string{fmt.Sprintf("v%d", n)}, []string{fmt.Sprintf("v%d", n-1)}
+		if n%2 == 1 {
+			add = append(add, "trash")
+		} else {
+			remove = append(remove, "trash")
+		}
+		return map[string]any{"addLabels": add, "removeLabels": remove}
+	}
+	// check reads the labels of every unit's messages and moves acked to the state found.
+	check := func(p *proc) {
+		if units == nil { // the first start: find the threads
+			byThread := map[string][]string{}
+			var order []string
+			for _, m := range r.messages(p, inbox) {
+				if byThread[m.ThreadID] == nil {
+					order = append(order, m.ThreadID)
+				}
+				byThread[m.ThreadID] = append(byThread[m.ThreadID], m.MessageID)
+			}
+			qt.Assert(t, order, qt.HasLen, threads)
+			for i, th := range order {
+				if i < threadOps {
+					units = append(units, &unit{path: inboxURL(inbox) + "/threads/" + th + "/labels", messages: byThread[th]})
+					continue
+				}
+				for _, id := range byThread[th] {
+					units = append(units, &unit{path: messageURL(inbox, id) + "/labels", messages: []string{id}})
+				}
+			}
+		}
+		for _, u := range units {
+			state := -1
+			for _, id := range u.messages {
+				var m apiMessage
+				r.must(p, 200, "GET", messageURL(inbox, id), nil, &m)
+				n, trash, ok := 0, false, true
+				for _, l := range m.Labels {
+					switch {
+					case l == "trash":
+						trash = true
+					case strings.HasPrefix(l, "v"):
+						if n != 0 {
+							ok = false // two versions: half of a change
+						}
+						n, _ = strconv.Atoi(l[1:])
+					}
+				}
+				if !ok || trash != (n%2 == 1) || (state >= 0 && n != state) {
+					t.Errorf("%s: labels %v of %s are half a change (acked %d, in flight %d)", u.path, m.Labels, id, u.acked, u.inFlight)
+				}
+				state = n
+			}
+			if state != u.acked && (u.inFlight == 0 || state != u.inFlight) {
+				t.Errorf("%s: state %d, but acked %d and in flight %d", u.path, state, u.acked, u.inFlight)
+			}
+			u.acked, u.inFlight = state, 0
+		}
+	}
+	work := func(p *proc, stop <-chan struct{}, mine []*unit) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			u := mine[i%len(mine)]
+			u.inFlight = u.acked + 1
+			status, err := r.call(p, "PATCH", u.path, change(u.inFlight), nil)
+			if err != nil {
+				return
+			}
+			if status != 200 {
+				t.Errorf("PATCH %s: %d", u.path, status)
+				return
+			}
+			u.acked, u.inFlight = u.inFlight, 0
+		}
+	}
+	r.loop(300*time.Millisecond, check, func(p *proc, cycle int, stop <-chan struct{}) {
+		var wg sync.WaitGroup
+		for w := range 3 {
+			var mine []*unit
+			for i := w; i < len(units); i += 3 {
+				mine = append(mine, units[i])
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); work(p, stop, mine) }()
+		}
+		wg.Wait()
+	})
+
+	p := r.start()
+	check(p)
+	r.drain(p)
+	want := map[string]int{}
+	changes := 0
+	for _, u := range units {
+		changes += u.acked
+		if u.acked%2 == 0 {
+			for _, id := range u.messages {
+				want[id] = 1
+			}
+		}
+	}
+	qt.Check(t, r.search(p, inbox, "labeltoken"), qt.DeepEquals, want, qt.Commentf("search finds the messages not in trash"))
+	r.checkIndex(p)
+	t.Logf("%d label changes acknowledged", changes)
+	r.stop(p)
+}
+
+// TestCrashLoopInboxDelete kills the server while clients create inboxes, deliver mail to
+// them over SMTP and delete them, and another client delivers to an inbox that stays. A
+// deletion is all or nothing: after a restart an inbox is either gone (410, and none of
+// its mail is left in the search index) or whole, with every acknowledged message once.
+func TestCrashLoopInboxDelete(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, crashFixture(`{"address": "keep@{domain}"}`))
+	type inbox struct {
+		addr                  string
+		createAcked, creating bool
+		msgs                  []string // acknowledged (or found stored) messages
+		sending               string   // a message sent without an answer
+		deleteAcked, deleting bool
+		done, leftover        bool
+	}
+	var mu sync.Mutex
+	var all []*inbox
+	var leftovers []*inbox // alive after a kill: deleted by the next run
+	keepAcked := map[string]bool{}
+	keepSending := map[string]bool{}
+	stored := func(p *proc, addr string) map[string]int {
+		got := map[string]int{}
+		for _, m := range r.messages(p, addr) {
+			got[m.MessageID]++
+		}
+		return got
+	}
+	check := func(p *proc) {
+		for _, in := range all {
+			if in.done || (in.leftover && !in.deleting) {
+				continue
+			}
+			status, err := r.call(p, "GET", inboxURL(in.addr), nil, nil)
+			qt.Assert(t, err, qt.IsNil)
+			switch {
+			case status == 410:
+				if !in.deleteAcked && !in.deleting {
+					t.Errorf("%s is gone, but nobody deleted it", in.addr)
+				}
+				s, err := r.call(p, "GET", inboxURL(in.addr)+"/messages", nil, nil)
+				qt.Assert(t, err, qt.IsNil)
+				qt.Check(t, s, qt.Equals, 410)
+				in.done = true
+			case in.deleteAcked:
+				t.Errorf("%s: acknowledged deletion, but GET answers %d", in.addr, status)
+			case status == 404:
+				if in.createAcked || !in.creating {
+					t.Errorf("%s: 404 for an inbox that was created", in.addr)
+				}
+				in.done = true
+			case status == 200:
+				got := stored(p, in.addr)
+				for _, id := range in.msgs {
+					if got[id] != 1 {
+						t.Errorf("%s: acknowledged %s stored %d times", in.addr, id, got[id])
+					}
+				}
+				if in.sending != "" && got[in.sending] == 1 {
+					in.msgs = append(in.msgs, in.sending)
+				}
+				if len(got) != len(in.msgs) {
+					t.Errorf("%s holds %v, acknowledged %v", in.addr, got, in.msgs)
+				}
+				in.createAcked, in.creating, in.sending, in.deleting = true, false, "", false
+				if !in.leftover {
+					in.leftover = true
+					leftovers = append(leftovers, in)
+				}
+			default:
+				t.Errorf("%s: GET answers %d", in.addr, status)
+			}
+		}
+		got := stored(p, "keep@inboxd.test")
+		for id := range keepAcked {
+			if got[id] != 1 {
+				t.Errorf("keep: acknowledged %s stored %d times", id, got[id])
+			}
+		}
+		for id := range got {
+			if !keepAcked[id] && !keepSending[id] {
+				t.Errorf("keep holds %s, which nobody sent", id)
+			}
+			keepAcked[id] = true
+		}
+		clear(keepSending)
+	}
+	deliver := func(p *proc, rcpt, id string) error {
+		cl, err := smtpDial(p.smtp)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		msg := "From: ann@customer.example\r\nTo: " + rcpt + "\r\nSubject: delete test\r\nMessage-ID: " + id + "\r\n\r\ncrashdelete\r\n"
+		err = cl.SendMail("ann@customer.example", []string{rcpt}, strings.NewReader(msg))
+		if code := smtpCode(err); code >= 400 {
+			t.Errorf("%s to %s: %v", id, rcpt, err)
+		}
+		return err
+	}
+	del := func(p *proc, in *inbox) bool {
+		in.deleting = true
+		status, err := r.call(p, "DELETE", inboxURL(in.addr), nil, nil)
+		if err != nil {
+			return false
+		}
+		if status != 200 {
+			t.Errorf("DELETE %s: %d", in.addr, status)
+			return false
+		}
+		in.deleteAcked, in.deleting = true, false
+		return true
+	}
+	lifecycle := func(p *proc, stop <-chan struct{}, name string, mine []*inbox) {
+		for _, in := range mine {
+			if !del(p, in) {
+				return
+			}
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			in := &inbox{addr: fmt.Sprintf("%s-%d@inboxd.test", name, i), creating: true}
+			mu.Lock()
+			all = append(all, in)
+			mu.Unlock()
+			status, err := r.call(p, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("%s-%d", name, i)}, nil)
+			if err != nil {
+				return
+			}
+			if status != 200 {
+				t.Errorf("create %s: %d", in.addr, status)
+				return
+			}
+			in.createAcked, in.creating = true, false
+			for k := range 2 {
+				id := fmt.Sprintf("<%s-%d-%d@customer.example>", name, i, k)
+				in.sending = id
+				if deliver(p, in.addr, id) != nil {
+					return
+				}
+				in.msgs, in.sending = append(in.msgs, id), ""
+			}
+			if !del(p, in) {
+				return
+			}
+		}
+	}
+	keep := func(p *proc, stop <-chan struct{}, cycle int) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := fmt.Sprintf("<keep-%d-%d@customer.example>", cycle, i)
+			mu.Lock()
+			keepSending[id] = true
+			mu.Unlock()
+			if deliver(p, "keep@inboxd.test", id) != nil {
+				return
+			}
+			mu.Lock()
+			keepAcked[id] = true
+			delete(keepSending, id)
+			mu.Unlock()
+		}
+	}
+	run := func(p *proc, stop <-chan struct{}, cycle int) {
+		left := leftovers
+		leftovers = nil
+		var wg sync.WaitGroup
+		for w := range 2 {
+			var mine []*inbox
+			for i := w; i < len(left); i += 2 {
+				mine = append(mine, left[i])
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); lifecycle(p, stop, fmt.Sprintf("d%dw%d", cycle, w), mine) }()
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); keep(p, stop, cycle) }()
+		wg.Wait()
+	}
+	r.loop(300*time.Millisecond, check, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop, cycle) })
+
+	p := r.start()
+	check(p)
+	left := leftovers
+	leftovers = nil
+	for _, in := range left {
+		qt.Assert(t, del(p, in), qt.IsTrue)
+	}
+	check(p)
+	deleted := 0
+	for _, in := range all {
+		if in.deleteAcked {
+			deleted++
+		}
+	}
+	qt.Check(t, deleted, qt.Not(qt.Equals), 0)
+	// A deleted inbox refuses mail for good.
+	if len(all) > 0 {
+		cl, err := smtpDial(p.smtp)
+		qt.Assert(t, err, qt.IsNil)
+		err = cl.SendMail("ann@customer.example", []string{all[0].addr}, strings.NewReader("Subject: late\r\n\r\nlate\r\n"))
+		qt.Check(t, smtpCode(err), qt.Equals, 550)
+		cl.Close()
+	}
+	r.drain(p)
+	qt.Check(t, len(r.search(p, "keep@inboxd.test", "crashdelete")), qt.Equals, len(keepAcked))
+	r.checkIndex(p)
+	t.Logf("%d inboxes created, %d deleted; %d messages kept", len(all), deleted, len(keepAcked))
+	r.stop(p)
+}

@@ -1,0 +1,251 @@
+package db
+
+import (
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/mattn/go-sqlite3"
+)
+
+// A message's text, HTML and raw RFC 5322 bytes are stored together in messages.body,
+// compressed (DESIGN, "Storage and speed"). They are compressed as one zstd frame: the
+// text is, most of the time, the raw body again, so the second copy costs a few bytes of
+// back-references instead of its size. Messages whose raw bytes are large (attachments)
+// keep them in a second frame, so reading the text never inflates the attachments.
+//
+// Layout, by the first byte:
+//
+//	0: uncompressed: uvarint len(text) text, uvarint len(html) html, raw
+//	1: one zstd frame of the layout of 0
+//	2: uvarint len(A), frame A of uvarint len(text) text, uvarint len(html) html; then frame B of raw
+//
+// The row's body_text column is computed from body by inboxd_body_text (a VIRTUAL
+// generated column), so SQL that reads the text (the search indexer, triage) keeps working.
+const (
+	bodyPlain   = 0
+	bodyZstd    = 1
+	bodySplit   = 2
+	splitAbove  = 64 << 10 // raw bytes past which they get a frame of their own
+	minCompress = 64       // smaller bodies are stored as they are
+)
+
+// driverName is go-sqlite3 with the functions the schema uses.
+const driverName = "sqlite3_inboxd"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if err := c.RegisterFunc("inboxd_body_text", sqlBodyText, true); err != nil {
+			return err
+		}
+		if err := c.RegisterFunc("inboxd_pack_json", sqlPackJSON, true); err != nil {
+			return err
+		}
+		return c.RegisterFunc("inboxd_pack_body", sqlPackBody, true)
+	}})
+}
+
+// sqlBodyText is inboxd_body_text(body): the text of a packed body ("" for NULL).
+func sqlBodyText(v any) (string, error) {
+	b, _ := v.([]byte)
+	text, _, _, err := unpackBody(b, false)
+	return text, err
+}
+
+// sqlPackBody is inboxd_pack_body(text, html, raw), for migrating rows written before
+// bodies were packed.
+func sqlPackBody(text, html string, raw []byte) []byte { return packBody(text, html, raw) }
+
+// codecs are the zstd encoders (bodies; JSON with its dictionary) and the one decoder.
+type codecs struct {
+	body, json *zstd.Encoder
+	dec        *zstd.Decoder
+}
+
+var zstdCodecs = sync.OnceValue(func() *codecs {
+	// The fastest level: on mail text it makes frames ~4% larger than the default level in
+	// half the time, and every received message pays it inside the group commit.
+	// Windows of 256 KB: a body frame is at most ~64 KB of raw bytes plus the text, and
+	// the default (8 MB) costs megabytes of history per encoder for nothing.
+	body, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithLowerEncoderMem(true), zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(256<<10))
+	if err != nil {
+		panic(err) // only bad options fail
+	}
+	// JSON at the fastest level too: with a dictionary, each frame starts by restoring the
+	// level's match tables from the dictionary's, and the fastest level's are the smallest
+	// (the default level spent most of its time copying them); frames come out as small.
+	json, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+		zstd.WithLowerEncoderMem(true), zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(64<<10),
+		zstd.WithEncoderDictRaw(jsonDictID, jsonDict))
+	if err != nil {
+		panic(err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(2), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(256<<20),
+		zstd.WithDecoderDictRaw(jsonDictID, jsonDict))
+	if err != nil {
+		panic(err)
+	}
+	return &codecs{body: body, json: json, dec: dec}
+})
+
+func codec() (*zstd.Encoder, *zstd.Decoder) {
+	c := zstdCodecs()
+	return c.body, c.dec
+}
+
+// packJSON returns the stored form of a JSON column (a NULL stays NULL): 0 and the text,
+// or 1 and a zstd frame made with jsonDict.
+func packJSON(s sql.NullString) any {
+	if !s.Valid {
+		return nil
+	}
+	if len(s.String) < minCompress {
+		return append([]byte{bodyPlain}, s.String...)
+	}
+	return zstdCodecs().json.EncodeAll([]byte(s.String), []byte{bodyZstd})
+}
+
+// unpackJSON returns what packJSON stored.
+func unpackJSON(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "", errBody
+	}
+	switch b[0] {
+	case bodyPlain:
+		return string(b[1:]), nil
+	case bodyZstd:
+		out, err := zstdCodecs().dec.DecodeAll(b[1:], nil)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", errBody, err)
+		}
+		return string(out), nil
+	}
+	return "", errBody
+}
+
+// zjson scans a packed JSON column into sql.NullString's two fields.
+type zjson struct {
+	String string
+	Valid  bool
+}
+
+func (z *zjson) Scan(v any) error {
+	switch b := v.(type) {
+	case nil:
+		*z = zjson{}
+		return nil
+	case []byte:
+		s, err := unpackJSON(b)
+		z.String, z.Valid = s, err == nil
+		return err
+	}
+	return fmt.Errorf("db: packed JSON column holds %T", v)
+}
+
+// sqlPackJSON is inboxd_pack_json(text), for migrating rows written before JSON was packed.
+func sqlPackJSON(v any) any {
+	b, ok := v.([]byte)
+	if v == nil || (ok && b == nil) {
+		return nil
+	}
+	switch t := v.(type) {
+	case string:
+		return packJSON(sql.NullString{String: t, Valid: true})
+	case []byte:
+		return packJSON(sql.NullString{String: string(t), Valid: true})
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// packBody returns the stored form of a message's text, HTML and raw bytes.
+func packBody(text, html string, raw []byte) []byte {
+	enc, _ := codec()
+	n := len(text) + len(html) + len(raw)
+	if n < minCompress {
+		b := make([]byte, 1, n+12)
+		b = appendString(appendString(b, text), html)
+		return append(b, raw...)
+	}
+	if len(raw) > splitAbove {
+		a := appendString(appendString(make([]byte, 0, len(text)+len(html)+12), text), html)
+		fa := enc.EncodeAll(a, nil)
+		out := binary.AppendUvarint([]byte{bodySplit}, uint64(len(fa)))
+		out = append(out, fa...)
+		return enc.EncodeAll(raw, out)
+	}
+	plain := make([]byte, 0, n+12)
+	plain = append(appendString(appendString(plain, text), html), raw...)
+	return enc.EncodeAll(plain, []byte{bodyZstd})
+}
+
+var errBody = errors.New("db: malformed stored body")
+
+// unpackBody returns what packBody stored; without wantRaw the raw bytes are not inflated
+// when they have a frame of their own.
+func unpackBody(b []byte, wantRaw bool) (text, html string, raw []byte, err error) {
+	if len(b) == 0 {
+		return "", "", nil, nil
+	}
+	_, dec := codec()
+	var plain []byte
+	switch b[0] {
+	case bodyPlain:
+		plain = b[1:]
+	case bodyZstd:
+		if plain, err = dec.DecodeAll(b[1:], nil); err != nil {
+			return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
+		}
+	case bodySplit:
+		n, k := binary.Uvarint(b[1:])
+		if k <= 0 || n > uint64(len(b)-1-k) {
+			return "", "", nil, errBody
+		}
+		fa := b[1+k : 1+k+int(n)]
+		if plain, err = dec.DecodeAll(fa, nil); err != nil {
+			return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
+		}
+		if wantRaw {
+			if raw, err = dec.DecodeAll(b[1+k+int(n):], nil); err != nil {
+				return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
+			}
+		}
+	default:
+		return "", "", nil, errBody
+	}
+	text, rest, ok := cutString(plain)
+	if !ok {
+		return "", "", nil, errBody
+	}
+	html, rest, ok = cutString(rest)
+	if !ok {
+		return "", "", nil, errBody
+	}
+	if b[0] != bodySplit && wantRaw && len(rest) > 0 {
+		raw = rest
+	}
+	return text, html, raw, nil
+}
+
+func cutString(b []byte) (string, []byte, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
+}
+
+// bodySize is what the thread size limit counts of a message: its text and HTML in
+// characters, as LENGTH() counted them before bodies were packed.
+func bodySize(text, html string) int {
+	return utf8.RuneCountInString(text) + utf8.RuneCountInString(html)
+}

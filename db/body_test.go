@@ -1,0 +1,112 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+func TestPackedBodiesRoundTrip(t *testing.T) {
+	big := []byte(strings.Repeat("attachment bytes, base64 and all\r\n", 4000)) // past splitAbove
+	for _, tc := range []struct {
+		name       string
+		text, html string
+		raw        []byte
+	}{
+		{"empty", "", "", nil},
+		{"tiny", "hi", "", []byte("Subject: x\r\n\r\nhi\r\n")},
+		{"typical", strings.Repeat("Thanks for the order, it ships tomorrow. ", 50), "<p>html</p>",
+			[]byte("Subject: order\r\n\r\n" + strings.Repeat("Thanks for the order, it ships tomorrow. ", 50))},
+		{"large raw", "see attached", "", big},
+		{"no raw", strings.Repeat("é", 300), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := qt.New(t)
+			b := packBody(tc.text, tc.html, tc.raw)
+			text, html, raw, err := unpackBody(b, true)
+			c.Assert(err, qt.IsNil)
+			c.Assert(text, qt.Equals, tc.text)
+			c.Assert(html, qt.Equals, tc.html)
+			c.Assert(string(raw), qt.Equals, string(tc.raw))
+			text, _, raw, err = unpackBody(b, false)
+			c.Assert(err, qt.IsNil)
+			c.Assert(text, qt.Equals, tc.text)
+			if tc.name == "large raw" {
+				c.Assert(raw, qt.IsNil) // its own frame, not inflated for the text
+			}
+		})
+	}
+	_, _, _, err := unpackBody([]byte{9, 1, 2}, true)
+	qt.Assert(t, err, qt.IsNotNil)
+}
+
+// A database written before bodies were packed (schema version 5) keeps every message's
+// text, HTML and raw bytes through the migration, and its threads list as before.
+func TestMigrationPacksExistingBodies(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open(driverName, "file:"+path+"?_foreign_keys=on")
+	c.Assert(err, qt.IsNil)
+	for _, name := range []string{"0001_init.sql", "0002_search.sql", "0003_smtp.sql", "0004_triage.sql", "0005_quarantine.sql"} {
+		body, err := migrations.ReadFile("migrations/" + name)
+		c.Assert(err, qt.IsNil)
+		_, err = old.Exec(string(body))
+		c.Assert(err, qt.IsNil, qt.Commentf("%s", name))
+	}
+	raw := "Subject: Hello\r\nMessage-ID: <a@b>\r\n\r\nFirst line\r\n"
+	for _, q := range []string{
+		"PRAGMA user_version = 5",
+		"INSERT INTO accounts(id, plan, created_at) VALUES ('acct', 'exempt', 0)",
+		"INSERT INTO inboxes(id, uuid, account_id, address, delivery_status, setup_available, created_at) VALUES (1, 'u1', 'acct', 'a@inboxd.test', 'ready', 1, 0)",
+		"INSERT INTO threads(id, uuid, inbox_id, last_ts, last_message, message_count) VALUES (1, 't1', 1, 1000, 1, 1)",
+		`INSERT INTO messages(id, uuid, inbox_id, thread_id, message_id, direction, ts, from_addr, to_addrs, cc_addrs, bcc_addrs, reply_to,
+			subject, preview, body_text, body_html, in_reply_to, refs, attachment_count, quarantined, raw, triage, protection)
+			VALUES (1, 'm1', 1, 1, '<a@b>', 'received', 1000, 'x@example.org', '["a@inboxd.test"]', '["cc@example.org"]', '[]', '[]',
+			'Hello', 'First line', 'First line', '<p>First line</p>', '', '[]', 0, 0, CAST(? AS BLOB),
+			'{"status":"pending"}', '{"status":"clean","scannedAt":"2026-01-01T00:00:00.000Z","authentication":{"spf":"pass","dkim":"none","dmarc":"none","signingDomains":[]},"spam":{"score":0.5,"threshold":6},"antivirus":{"status":"clean","signatures":[]},"reasons":[]}')`,
+		`INSERT INTO protection_details(message_id, detail) VALUES (1, '{"spf":{"result":"pass","domain":"example.org"},"spamEngine":"builtin"}')`,
+		"INSERT INTO message_labels(message_id, label) VALUES (1, 'received'), (1, 'unread')",
+	} {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, raw)
+		}
+		_, err := old.Exec(q, args...)
+		c.Assert(err, qt.IsNil, qt.Commentf("%s", q))
+	}
+	c.Assert(old.Close(), qt.IsNil)
+
+	s, err := Open(ctx, path, Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	m, err := s.GetMessage(ctx, 1, "<a@b>")
+	c.Assert(err, qt.IsNil)
+	c.Assert(m.BodyText, qt.Equals, "First line")
+	c.Assert(m.BodyHTML, qt.Equals, "<p>First line</p>")
+	c.Assert(m.Labels, qt.DeepEquals, []string{"received", "unread"})
+	c.Assert(m.Triage, qt.DeepEquals, &Triage{Status: TriagePending})
+	c.Assert(m.Protection.Spam.Score, qt.Equals, 0.5)
+	rm, err := s.ReviewMessage(ctx, "m1")
+	c.Assert(err, qt.IsNil)
+	c.Assert(rm.Detail.SPF.Domain, qt.Equals, "example.org")
+	c.Assert(rm.Header, qt.Equals, "Subject: Hello\nMessage-ID: <a@b>")
+	var body []byte
+	var text string
+	c.Assert(s.r.QueryRow("SELECT body, body_text FROM messages WHERE id = 1").Scan(&body, &text), qt.IsNil)
+	_, _, gotRaw, err := unpackBody(body, true)
+	c.Assert(err, qt.IsNil)
+	c.Assert(string(gotRaw), qt.Equals, raw)
+	c.Assert(text, qt.Equals, "First line")
+
+	threads, _, err := s.ListThreads(ctx, 1, MessageFilter{}, 20, "")
+	c.Assert(err, qt.IsNil)
+	c.Assert(threads, qt.HasLen, 1)
+	c.Assert(threads[0].Senders, qt.DeepEquals, []string{"x@example.org"})
+	c.Assert(threads[0].Recipients, qt.DeepEquals, []string{"a@inboxd.test", "cc@example.org"})
+	c.Assert(threads[0].Labels, qt.DeepEquals, []string{"received", "unread"})
+}

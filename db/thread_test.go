@@ -1,0 +1,71 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+)
+
+// The thread aggregates a reply adds incrementally (appendToThread) are the ones a full
+// recomputation (refreshThread) gives, in order and out of order.
+func TestThreadAggregatesMatchARecomputation(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	c.Assert(s.EnsureAccount(ctx, Account{ID: "a", Plan: PlanExempt}, nil), qt.IsNil)
+	in, err := s.CreateInbox(ctx, NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	c.Assert(err, qt.IsNil)
+
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	msg := func(i int, at time.Duration, dir, from string, to, cc, labels []string, refs ...string) NewMessage {
+		n := NewMessage{InboxID: in.ID, MessageID: fmt.Sprintf("<m%d@x.test>", i), Direction: dir, From: from, To: to, Cc: cc,
+			Bcc: []string{}, ReplyTo: []string{}, Subject: "s", Text: "t", Timestamp: base.Add(at), Labels: labels,
+			References: refs, ThreadCandidates: refs}
+		if i == 2 {
+			n.Attachments = []NewAttachment{{Filename: "a.txt", ContentType: "text/plain", Content: []byte("x")}}
+		}
+		return n
+	}
+	rcv := InitialLabels(Received, false, nil)
+	msgs := []NewMessage{
+		msg(1, 0, Received, "ann@y.test", []string{"me@x.test"}, []string{"bob@y.test"}, rcv),
+		msg(2, time.Minute, Sent, "me@x.test", []string{"ann@y.test"}, nil, InitialLabels(Sent, false, []string{"important"}), "<m1@x.test>"),
+		msg(3, 2*time.Minute, Received, "bob@y.test", []string{"me@x.test", "cat@y.test"}, nil, InitialLabels(Received, false, []string{LabelTrash}), "<m2@x.test>"),
+		msg(4, 30*time.Second, Received, "dan@y.test", []string{"me@x.test"}, nil, rcv, "<m3@x.test>"), // older than the thread's newest
+		msg(5, 3*time.Minute, Received, "ann@y.test", []string{"me@x.test"}, []string{"eve@y.test"}, rcv, "<m4@x.test>"),
+	}
+	for _, m := range msgs {
+		_, err := s.Deliver(ctx, []NewMessage{m})
+		c.Assert(err, qt.IsNil)
+	}
+	const cols = "last_ts, last_message, message_count, attachment_count, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels"
+	row := func() string {
+		var v [11]sql.NullString
+		dest := make([]any, len(v))
+		for i := range v {
+			dest[i] = &v[i]
+		}
+		c.Assert(s.w.QueryRow("SELECT "+cols+" FROM threads").Scan(dest...), qt.IsNil)
+		return fmt.Sprint(v)
+	}
+	var n int
+	c.Assert(s.w.QueryRow("SELECT COUNT(*) FROM threads").Scan(&n), qt.IsNil)
+	c.Assert(n, qt.Equals, 1)
+	incremental := row()
+	c.Assert(s.write(ctx, func(tx *sql.Tx) error {
+		var id int64
+		if err := tx.QueryRow("SELECT id FROM threads").Scan(&id); err != nil {
+			return err
+		}
+		return refreshThread(ctx, tx, id)
+	}), qt.IsNil)
+	c.Assert(incremental, qt.Equals, row())
+	c.Assert(incremental, qt.Contains, `["ann@y.test","dan@y.test","me@x.test","bob@y.test"]`) // by time: dan came second
+}
