@@ -597,8 +597,10 @@ func TestCrashLoopAPISends(t *testing.T) {
 	go rs.Serve(ln)
 	defer rs.Close()
 
-	// Six senders: the per-inbox limit of 250 sends a day is far from reached.
+	// Six senders and at most 200 sends each: the per-inbox limit of 250 sends a day is
+	// never reached, however fast the machine runs the loop.
 	const senders = 6
+	const maxSends = senders * 200
 	inboxes := []string{`{"address": "sink@{domain}"}`}
 	for i := range senders {
 		inboxes = append(inboxes, fmt.Sprintf(`{"address": "s%d@{domain}"}`, i))
@@ -614,15 +616,18 @@ func TestCrashLoopAPISends(t *testing.T) {
 	from := map[string]string{}  // key -> sender inbox
 	var pending []send
 	n := 0
-	newSend := func() send {
+	newSend := func() (send, bool) {
 		mu.Lock()
 		defer mu.Unlock()
+		if n >= maxSends {
+			return send{}, false
+		}
 		n++
 		s := send{key: fmt.Sprintf("k%d", n), from: fmt.Sprintf("s%d@inboxd.test", n%senders)}
 		s.body = map[string]any{"to": []string{"sink@inboxd.test", "friend@far.example"}, "subject": "send " + s.key + " crashsend",
 			"text": "crashsend body of " + s.key, "idempotencyKey": s.key}
 		from[s.key] = s.from
-		return s
+		return s, true
 	}
 	work := func(p *proc, stop <-chan struct{}, retry []send) {
 		for i := 0; ; i++ {
@@ -635,7 +640,11 @@ func TestCrashLoopAPISends(t *testing.T) {
 					return
 				default:
 				}
-				s = newSend()
+				var more bool
+				if s, more = newSend(); !more {
+					<-stop // enough sends: wait for the kill
+					return
+				}
 			}
 			var res struct {
 				MessageID    string `json:"messageId"`
@@ -703,6 +712,7 @@ func TestCrashLoopAPISends(t *testing.T) {
 		received[strings.Fields(m.Subject)[1]]++
 	}
 	uncertain := 0
+	accepted := map[string]bool{} // sends whose relay answer was lost at a kill
 	for key, id := range acked {
 		if sent[key] != 1 || received[key] != 1 {
 			t.Errorf("send %s: stored %d times, delivered locally %d times", key, sent[key], received[key])
@@ -714,7 +724,8 @@ func TestCrashLoopAPISends(t *testing.T) {
 			case rc.Recipient == "sink@inboxd.test" && rc.Status == "delivered" && rc.Provider == "local":
 			case rc.Recipient == "friend@far.example" && rc.Status == "delivered" && rc.Provider == "relay":
 			case rc.Recipient == "friend@far.example" && rc.Status == "accepted":
-				uncertain++ // the relay had it whole when the server died: not resent
+				uncertain++ // the hand-off was recorded when the server died: not resent
+				accepted[key] = true
 			default:
 				t.Errorf("send %s: recipient %+v", key, rc)
 			}
@@ -724,11 +735,22 @@ func TestCrashLoopAPISends(t *testing.T) {
 	qt.Check(t, len(received), qt.Equals, len(acked))
 	relay.mu.Lock()
 	for key := range acked {
-		if relay.count[key] != 1 {
-			t.Errorf("send %s reached the relay %d times", key, relay.count[key])
+		switch n := relay.count[key]; {
+		case n == 1:
+		case n == 0 && accepted[key]:
+			// Killed between recording the hand-off and sending the final dot: the relay
+			// never got it, and a message that may have been handed off is never sent again
+			// (never twice wins over at least once). Its record says accepted, answer lost:
+			// the documented window of README "Sending".
+		default:
+			t.Errorf("send %s reached the relay %d times", key, n)
 		}
 	}
-	qt.Check(t, len(relay.count), qt.Equals, len(acked))
+	for key := range relay.count {
+		if _, ok := acked[key]; !ok {
+			t.Errorf("the relay got %s, which was never acknowledged", key)
+		}
+	}
 	relay.mu.Unlock()
 	r.checkIndex(p)
 	t.Logf("%d sends acknowledged; %d relay deliveries recorded accepted (answer lost at a kill)", len(acked), uncertain)
