@@ -25,19 +25,14 @@ const (
 	maxCompoundBytes = 254 // an email address is at most 254 octets
 )
 
-// pairAnalyzerName names the analyzer of body word pairs (commongrams.go).
-const pairAnalyzerName = "inboxd_pairs"
-
 func init() {
 	registry.RegisterAnalyzer(AnalyzerName, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
 		return analyzer{}, nil
 	})
-	registry.RegisterAnalyzer(pairAnalyzerName, func(map[string]interface{}, *registry.Cache) (analysis.Analyzer, error) {
-		return pairAnalyzer{}, nil
-	})
 }
 
-// analyzer implements analysis.Analyzer with Tokenize.
+// analyzer implements analysis.Analyzer with tokenize, for the mapping (the index's own
+// documents are analyzed by fields.go).
 type analyzer struct{}
 
 func (analyzer) Analyze(input []byte) analysis.TokenStream {
@@ -55,13 +50,6 @@ func (analyzer) Analyze(input []byte) analysis.TokenStream {
 		out[i] = &slab[i]
 	}
 	return out
-}
-
-// keywordAnalyzer indexes a whole value as one term, like bleve's "keyword" analyzer.
-type keywordAnalyzer struct{}
-
-func (keywordAnalyzer) Analyze(input []byte) analysis.TokenStream {
-	return analysis.TokenStream{{Term: input, Position: 1, Start: 0, End: len(input), Type: analysis.AlphaNumeric}}
 }
 
 // token is one term of a text with its 1-based word position. compound is set for the
@@ -108,6 +96,17 @@ func isJoiner(r rune) bool {
 
 // tokenize calls emit for every term of s in position order.
 func tokenize(s string, emit func(token)) {
+	tokenizeWhile(s, func(t token) bool { emit(t); return true })
+}
+
+// tokenizeWhile is tokenize until emit returns false.
+func tokenizeWhile(s string, keep func(token) bool) {
+	stop := false
+	emit := func(t token) {
+		if !stop && !keep(t) {
+			stop = true
+		}
+	}
 	pos := 0
 	// The compound being collected: its byte range in s, first position and word count.
 	cStart, cEnd, cPos, cWords := -1, -1, 0, 0
@@ -118,7 +117,7 @@ func tokenize(s string, emit func(token)) {
 		cStart, cWords = -1, 0
 	}
 	i := 0
-	for i < len(s) {
+	for i < len(s) && !stop {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if !isWordRune(r) {
 			// A single joiner between two words keeps the compound going.

@@ -18,8 +18,6 @@ import (
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/keyword" // the mapping's keyword fields
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
-	bsearch "github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -32,7 +30,7 @@ const (
 )
 
 // Version is the layout of documents and mapping. An index of another version is rebuilt.
-const Version = "2"
+const Version = "4"
 
 // Field names in the index.
 const (
@@ -40,17 +38,17 @@ const (
 	fFrom    = "f"   // from address and name: weight B
 	fTo      = "t"   // to and cc addresses and names: weight B
 	fBody    = "b"   // plain-text body and attachment filenames: weight C
-	fPairs   = "bp"  // body word pairs with a common word (commongrams.go): phrase candidates
+	fPairs   = "bp"  // the body's pair filter (bloom.go), stored, not indexed
 	fInbox   = "in"  // inbox row id (keyword)
 	fCat     = "cat" // triage filters (keywords, complete results only)
 	fReply   = "nr"
 	fUrgency = "urg"
 	fHas     = "has" // "attachment"
-	fDay     = "day" // days since the epoch, UTC (numeric, for before:/after:)
+	fDay     = "day" // UTC day as days since the epoch, six digits (keyword, for before:/after:)
 )
 
 // Boosts of the weight classes: a subject hit outranks an address hit, which outranks a
-// body hit, for any realistic term frequency.
+// body hit.
 const (
 	boostSubject = 8.0
 	boostAddress = 3.0
@@ -66,7 +64,7 @@ var (
 )
 
 // Doc is what the index holds of one message. Nothing of it is stored in the index but
-// what identifies the row (ID and TS); the rest is indexed only.
+// what identifies the row (ID and TS) and the body's pair filter; the rest is indexed only.
 type Doc struct {
 	ID          int64 // message row id
 	Inbox       int64 // inbox row id
@@ -89,6 +87,18 @@ func day(ms int64) int64 {
 	return d
 }
 
+// dayTerm is the index term of a day: six digits, so terms sort as days do. Days before
+// 1970 or after the year 4707 are clamped.
+func dayTerm(d int64) string {
+	d = min(max(d, 0), 999999)
+	b := []byte("000000")
+	for i := 5; i >= 0 && d > 0; i-- {
+		b[i] = byte('0' + d%10)
+		d /= 10
+	}
+	return string(b)
+}
+
 // docID is the index id of a message: its timestamp and row id, fixed width so that it
 // carries the tie-breaking sort key of a hit without a lookup.
 func docID(ts, id int64) string {
@@ -98,25 +108,29 @@ func docID(ts, id int64) string {
 	return hex.EncodeToString(b[:])
 }
 
-func parseDocID(s string) (ts, id int64, ok bool) {
+func parseDocID(s []byte) (ts, id int64, ok bool) {
 	var b [16]byte
 	if len(s) != 32 {
 		return 0, 0, false
 	}
-	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
+	if _, err := hex.Decode(b[:], s); err != nil {
 		return 0, 0, false
 	}
 	return int64(binary.BigEndian.Uint64(b[:8]) ^ (1 << 63)), int64(binary.BigEndian.Uint64(b[8:])), true
 }
 
-// Index is the bleve index of all inboxes' messages.
+// Index is the bleve index of all inboxes' messages. bleve keeps the segments on disk,
+// merges them and makes batches atomic; queries are answered by this package straight
+// from the segments' postings (eval.go).
 type Index struct {
 	b    bleve.Index
 	path string
-	m    *mapping.IndexMappingImpl
+	keys keyCache
 }
 
-// newMapping is the explicit mapping: every field named, nothing dynamic, nothing stored.
+// newMapping describes the documents for bleve's index metadata: every field named,
+// nothing dynamic, nothing stored but the pair filter. Documents are built by document,
+// not through the mapping.
 func newMapping() *mapping.IndexMappingImpl {
 	text := func(vectors bool) *mapping.FieldMapping {
 		f := mapping.NewTextFieldMapping()
@@ -133,25 +147,22 @@ func newMapping() *mapping.IndexMappingImpl {
 		f.IncludeInAll = false
 		f.DocValues = false
 		f.IncludeTermVectors = false
+		f.SkipFreqNorm = true
 		return f
 	}
-	num := mapping.NewNumericFieldMapping()
-	num.Store, num.IncludeInAll, num.DocValues = false, false, false
-
 	dm := mapping.NewDocumentStaticMapping()
 	dm.AddFieldMappingsAt(fSubject, text(true))
 	dm.AddFieldMappingsAt(fFrom, text(true))
 	dm.AddFieldMappingsAt(fTo, text(true))
-	dm.AddFieldMappingsAt(fBody, text(bodyVectors))
-	pairs := text(false)
-	pairs.Analyzer = pairAnalyzerName
-	pairs.SkipFreqNorm = true
+	body := text(false)
+	body.SkipFreqNorm = true
+	dm.AddFieldMappingsAt(fBody, body)
+	pairs := mapping.NewTextFieldMapping()
+	pairs.Index, pairs.Store, pairs.IncludeInAll, pairs.DocValues = false, true, false, false
 	dm.AddFieldMappingsAt(fPairs, pairs)
-	for _, f := range []string{fInbox, fCat, fReply, fUrgency, fHas} {
+	for _, f := range []string{fInbox, fCat, fReply, fUrgency, fHas, fDay} {
 		dm.AddFieldMappingsAt(f, kw())
 	}
-	dm.AddFieldMappingsAt(fDay, num)
-
 	m := mapping.NewIndexMapping()
 	m.DefaultMapping = dm
 	m.DefaultAnalyzer = AnalyzerName
@@ -161,58 +172,35 @@ func newMapping() *mapping.IndexMappingImpl {
 	return m
 }
 
-// bodyVectors: whether body positions are indexed (needed for exact phrase matches in the
-// body). See BENCHMARKS.md for what they cost.
-const bodyVectors = false
-
-var (
-	optText     = index.IndexField | index.IncludeTermVectors
-	optBody     = index.IndexField
-	optKeyword  = index.IndexField
-	optNumeric  = index.IndexField
-	optPairs    = index.IndexField | index.SkipFreqNorm
-	kwAnalyzer  = keywordAnalyzer{}
-	textAnalyze = analyzer{}
-)
-
-func init() {
-	if bodyVectors {
-		optBody |= index.IncludeTermVectors
-	}
-}
-
-// document builds the bleve document of d directly, which is what the mapping would
-// produce, without its reflection.
+// document builds the bleve document of d.
 func (d *Doc) document() *document.Document {
 	doc := document.NewDocument(docID(d.TS, d.ID))
-	addText := func(name, v string, opts index.FieldIndexingOptions) {
-		if v != "" {
-			doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), opts, textAnalyze))
+	add := func(name string, kind fieldKind, opts index.FieldIndexingOptions, v string) *field {
+		if v == "" {
+			return nil
 		}
-	}
-	addKeyword := func(name, v string) {
-		if v != "" {
-			doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), optKeyword, kwAnalyzer))
-		}
+		f := &field{name: name, kind: kind, opts: opts, text: v}
+		doc.AddField(f)
+		return f
 	}
 	texts := fieldTexts(d)
-	addText(fSubject, texts[fSubject], optText)
-	addText(fFrom, texts[fFrom], optText)
-	addText(fTo, texts[fTo], optText)
-	addText(fBody, texts[fBody], optBody)
-	if texts[fBody] != "" {
-		doc.AddField(document.NewTextFieldCustom(fPairs, nil, []byte(texts[fBody]), optPairs, pairAnalyzer{}))
+	add(fSubject, kindText, optText, texts[fSubject])
+	add(fFrom, kindText, optText, texts[fFrom])
+	add(fTo, kindText, optText, texts[fTo])
+	if body := add(fBody, kindBody, optBody, texts[fBody]); body != nil {
+		body.pairs = &field{name: fPairs, kind: kindStored, opts: optStored}
+		doc.AddField(body.pairs)
 	}
-	addKeyword(fInbox, strconv.FormatInt(d.Inbox, 10))
-	addKeyword(fCat, d.Category)
-	addKeyword(fReply, d.NeedsReply)
-	addKeyword(fUrgency, d.Urgency)
+	add(fInbox, kindKeyword, optKeyword, strconv.FormatInt(d.Inbox, 10))
+	add(fCat, kindKeyword, optKeyword, d.Category)
+	add(fReply, kindKeyword, optKeyword, d.NeedsReply)
+	add(fUrgency, kindKeyword, optKeyword, d.Urgency)
 	if len(d.Attachments) > 0 {
-		addKeyword(fHas, "attachment")
+		add(fHas, kindKeyword, optKeyword, "attachment")
 	}
 	// Days, not milliseconds: dates are what before:/after: compare, and a value per
-	// message would add a dozen unique terms per message to the index.
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fDay, nil, float64(day(d.TS)), optNumeric))
+	// message would be a term per message.
+	add(fDay, kindKeyword, optKeyword, dayTerm(day(d.TS)))
 	return doc
 }
 
@@ -246,6 +234,16 @@ func capString(s string, max int) string {
 	return s[:max]
 }
 
+// scorchConfig is the configuration of bleve's index.
+func scorchConfig() map[string]interface{} {
+	return map[string]interface{}{
+		// Batches return once applied in memory; persistence is tracked per batch with
+		// a callback, and the queue is trimmed only behind it.
+		"unsafe_batch": true,
+		"bolt_timeout": "2s",
+	}
+}
+
 // ErrCorrupt means the index directory exists but cannot be used; rebuild it.
 var ErrCorrupt = errors.New("search: index is unusable")
 
@@ -260,12 +258,7 @@ type Meta struct {
 // ""); an unreadable one returns ErrCorrupt.
 func Open(path string) (*Index, Meta, error) {
 	m := newMapping()
-	cfg := map[string]interface{}{
-		// Batches return once applied in memory; persistence is tracked per batch with
-		// a callback, and the queue is trimmed only behind it.
-		"unsafe_batch": true,
-		"bolt_timeout": "2s",
-	}
+	cfg := scorchConfig()
 	var b bleve.Index
 	var err error
 	if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
@@ -282,7 +275,7 @@ func Open(path string) (*Index, Meta, error) {
 			return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 		}
 	}
-	ix := &Index{b: b, path: path, m: m}
+	ix := &Index{b: b, path: path}
 	meta, err := ix.meta()
 	if err != nil {
 		b.Close()
@@ -369,57 +362,4 @@ func (ix *Index) Apply(bt *Batch, seq int64, store string, persisted func(error)
 		bt.b.SetPersistedCallback(func(err error) { once.Do(func() { persisted(err) }) })
 	}
 	return ix.b.Batch(bt.b)
-}
-
-// InboxDocs returns the ids (timestamp, row id) of every message of an inbox in the index.
-func (ix *Index) InboxDocs(ctx context.Context, inbox int64) ([][2]int64, error) {
-	q := query.NewTermQuery(strconv.FormatInt(inbox, 10))
-	q.SetField(fInbox)
-	var out [][2]int64
-	err := ix.scan(ctx, q, "none", func(_ float64, ts, id int64) bool {
-		out = append(out, [2]int64{ts, id})
-		return true
-	})
-	return out, err
-}
-
-// scan runs q over a fresh reader and calls fn with every hit's score and key.
-func (ix *Index) scan(ctx context.Context, q query.Query, score string, fn func(score float64, ts, id int64) bool) error {
-	adv, err := ix.b.Advanced()
-	if err != nil {
-		return err
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	s, err := q.Searcher(ctx, r, ix.m, bsearch.SearcherOptions{Score: score})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	sctx := &bsearch.SearchContext{DocumentMatchPool: bsearch.NewDocumentMatchPool(s.DocumentMatchPoolSize()+1, 0), IndexReader: r}
-	for n := 0; ; n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		d, err := s.Next(sctx)
-		if err != nil {
-			return err
-		}
-		if d == nil {
-			return nil
-		}
-		ext, err := r.ExternalID(d.IndexInternalID)
-		if err != nil {
-			return err
-		}
-		ts, id, ok := parseDocID(ext)
-		sc := d.Score
-		sctx.DocumentMatchPool.Put(d)
-		if ok && !fn(sc, ts, id) {
-			return nil
-		}
-	}
 }

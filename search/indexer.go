@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +148,7 @@ func (x *Indexer) Start(ctx context.Context) error {
 		x.applied.Store(meta.Seq)
 		x.persisted.Store(meta.Seq)
 		x.trimmed = first - 1
+		go ix.warm()
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	x.cancel, x.done = cancel, make(chan struct{})
@@ -192,6 +192,7 @@ func (x *Indexer) loop(ctx context.Context, rebuild string) {
 			x.err = err
 			return
 		}
+		ix.warm()
 		x.mu.Lock()
 		x.ix = ix
 		x.mu.Unlock()
@@ -401,65 +402,9 @@ func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) 
 	if ix == nil {
 		return nil, false, ErrNotReady
 	}
-	if !req.Query.needsVerify() {
-		return ix.Search(ctx, req)
-	}
-	return x.searchVerified(ctx, ix, req)
-}
-
-// searchVerified answers a query with a phrase that may match in the body, whose word
-// positions the index does not hold (they would double its size): the index finds the
-// messages with all the words, in result order, and the phrase is checked against the
-// stored text until the page is full.
-func (x *Indexer) searchVerified(ctx context.Context, ix *Index, req Request) ([]Hit, bool, error) {
-	var cands []Hit
-	err := ix.scanScored(ctx, ix.bleveQuery(req), func(score float64, key func() (int64, int64, bool)) {
-		if req.After != nil && score > req.After.Score {
-			return
-		}
-		ts, id, ok := key()
-		if !ok {
-			return
-		}
-		h := Hit{ID: id, TS: ts, Score: score}
-		if req.After != nil && !req.After.before(h) {
-			return
-		}
-		cands = append(cands, h)
+	// A phrase in the body is checked against the stored text for the hits of the page
+	// (the index holds a filter of each message's word pairs, not their positions).
+	return ix.searchPage(ctx, req, func(ctx context.Context, ids []int64) ([]Doc, error) {
+		return x.src.Docs(ctx, ids)
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].before(cands[j]) })
-	out := make([]Hit, 0, req.Limit+1)
-	chunk := 32
-	for i := 0; i < len(cands) && len(out) <= req.Limit; i += chunk {
-		part := cands[i:min(i+chunk, len(cands))]
-		ids := make([]int64, len(part))
-		for j, h := range part {
-			ids[j] = h.ID
-		}
-		docs, err := x.src.Docs(ctx, ids)
-		if err != nil {
-			return nil, false, err
-		}
-		byID := make(map[int64]*Doc, len(docs))
-		for j := range docs {
-			byID[docs[j].ID] = &docs[j]
-		}
-		for _, h := range part {
-			if d, ok := byID[h.ID]; ok && req.Query.matches(d) {
-				out = append(out, h)
-				if len(out) > req.Limit {
-					break
-				}
-			}
-		}
-		chunk = min(chunk*2, 512)
-	}
-	more := len(out) > req.Limit
-	if more {
-		out = out[:req.Limit]
-	}
-	return out, more, nil
 }

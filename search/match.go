@@ -17,23 +17,6 @@ func fieldTexts(d *Doc) map[string]string {
 	}
 }
 
-// needsVerify reports whether a clause may match a phrase in the body, which the index
-// holds without word positions.
-func (q Query) needsVerify() bool {
-	for _, g := range q.groups {
-		for _, c := range g {
-			if c.bodyPhrase() {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (c clause) bodyPhrase() bool {
-	return c.kind == kWords && c.field == "" && len(c.terms) > 1
-}
-
 // fieldTerms holds one field's words with their positions, compounds included.
 type fieldTerms map[string][]int
 
@@ -121,4 +104,36 @@ func (q Query) matches(d *Doc) bool {
 		}
 	}
 	return true
+}
+
+// hasPhrase reports whether text holds terms at consecutive word positions, as the index
+// matches a phrase; it is fieldTerms.has for one phrase, without building the map.
+func hasPhrase(text string, terms []string) bool {
+	n := len(terms)
+	win := make([]string, 0, n)
+	last, found := -1, false
+	tokenizeWhile(text, func(t token) bool {
+		if t.compound {
+			return true
+		}
+		if t.pos != last+1 {
+			win = win[:0]
+		}
+		last = t.pos
+		if len(win) == n {
+			copy(win, win[1:])
+			win = win[:n-1]
+		}
+		win = append(win, t.term)
+		if len(win) == n {
+			for i := range win {
+				if win[i] != terms[i] {
+					return true
+				}
+			}
+			found = true
+		}
+		return !found
+	})
+	return found
 }

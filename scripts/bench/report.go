@@ -71,7 +71,9 @@ func report(r *results, chart string) string {
 	w("worker) and drives it over HTTP and SMTP from the same machine: the load generator shares the two cores).\n\n")
 	w("Run %s UTC, %.0f s in all. Machine: %d CPUs (%s), %s of memory, Linux %s, %s. Load average\n",
 		r.when.Format("2006-01-02 15:04"), r.took.Seconds(), r.machine.cpus, r.machine.model, r.machine.memory, r.machine.kernel, r.machine.goVer)
-	w("(1, 5, 15 min) %s at the start and %s at the end (the run itself loads the machine; other sessions share it).\n\n", r.loadBefore, r.loadAfter)
+	w("(1, 5, 15 min) %s at the start, %s when the measurements began and %s at the end (the run itself keeps both\n", r.loadBefore, r.loadServe, r.loadAfter)
+	w("cores busy while it generates, indexes and drives the server; more than about 2-3 means other sessions were\n")
+	w("working too).\n\n")
 
 	ds := r.ds
 	w("Data set (seed-reproducible): %d messages, %d inboxes of %d and one of %d; conversations of 1 to a dozen\n", ds.messages, r.sc.small, r.sc.perSmall, r.sc.big)
@@ -115,7 +117,7 @@ func report(r *results, chart string) string {
 		r.during.rate(), 100*r.during.rate()/r.ingest.rate(), r.searches.n, ms(r.searches.p50), ms(r.searches.p99), mark(r.during.rate() >= 1600))
 	w("| 1,000 API sends to a local inbox delivered < 2 s | %d sends (8 concurrent): accepted in %.2f s, all delivered after %.2f s (send p50 %.1f ms, p99 %.1f ms) | %s |\n",
 		r.sends.n, r.sends.accepted.Seconds(), r.sends.delivered.Seconds(), ms(r.sends.p50), ms(r.sends.p99), mark(r.sends.delivered < 2*time.Second*time.Duration(max(1, r.sends.n))/1000))
-	w("| resident memory <= 200 MB under load | VmRSS %s at rest (RssAnon %s, RssFile %s), up to %s under load (RssAnon up to %s; sampled every 50 ms), VmHWM %s; RssFile is mostly the search index's memory-mapped files | %s |\n",
+	w("| resident memory <= 200 MB under load | VmRSS %s at rest (RssAnon %s, RssFile %s), up to %s under load (RssAnon up to %s; sampled every 50 ms), VmHWM %s; RssFile is file-backed pages: the search index's memory-mapped segment files and the binary | %s |\n",
 		mib(r.rest.rss), mib(r.rest.anon), mib(r.rest.file), mib(r.rssLoad), mib(r.anonLoad), mib(r.end.hwm), mark(r.end.hwm*1024 <= 200e6))
 	w("| <= 3 KB of database per 2 KB message | %.0f bytes per ingested message (used pages after the index and triage queues drained) | %s |\n",
 		r.perMessage, mark(r.perMessage <= 3072))

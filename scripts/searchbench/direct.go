@@ -66,7 +66,7 @@ func runDirect(n int, dir string) error {
 		return ix.Close()
 	}
 	qs := c.queries(200)
-	for _, kind := range []string{"one", "two", "phrase", "from", "common"} {
+	for _, kind := range []string{"one", "two", "rphrase", "from", "common"} {
 		var lat []time.Duration
 		for _, q := range qs[kind] {
 			t := time.Now()

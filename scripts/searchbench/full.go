@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
@@ -77,7 +80,11 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 // runHTTP serves the database the way inboxd serve does (store, indexer, API on a
 // loopback port) and times searches end to end over HTTP, one client at a time.
 func runHTTP(ctx context.Context, dbPath string, perKind int) error {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logTo io.Writer = io.Discard
+	if os.Getenv("SEARCHBENCH_LOG") != "" {
+		logTo = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store, err := db.Open(ctx, dbPath, db.Options{})
 	if err != nil {
 		return err
@@ -140,14 +147,19 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c := newCorpus(2, 300)
-	c.senders = newCorpus(1, 300).senders
+	// Queries use the vocabulary and senders of the generated mail (seed 1) and a random
+	// stream of their own; phrases are cut from bodies in the database.
+	c := newCorpus(1, 300)
+	c.rng = rand.New(rand.NewPCG(2, 2^0x9e3779b97f4a7c15))
 	qs := c.queries(perKind)
+	if qs["phrase"], err = bodyPhrases(ctx, store, c.rng, perKind); err != nil {
+		return err
+	}
 	for _, q := range qs["one"][:50] {
 		get(q)
 	}
 	fmt.Printf("%-8s %5s %9s %9s %9s %9s  %s\n", "queries", "n", "p50", "p90", "p99", "max", "mean hits")
-	for _, kind := range []string{"one", "two", "phrase", "from", "common"} {
+	for _, kind := range []string{"one", "two", "phrase", "rphrase", "from", "common"} {
 		var lat []time.Duration
 		hits := 0
 		for _, q := range qs[kind] {
@@ -195,4 +207,48 @@ func runSize(ctx context.Context, dbPath string) error {
 	fmt.Printf("index %s: %.1f MB for %d messages whose plain-text bodies are %.1f MB (ratio %.2f)\n",
 		filepath.Base(dbPath+".index"), float64(size)/1e6, n, float64(bodies)/1e6, float64(size)/float64(bodies))
 	return nil
+}
+
+// bodyPhrases returns n phrases of 2-3 consecutive words (letters only) cut from the bodies
+// of random messages of the database: phrases a person remembers from a message.
+func bodyPhrases(ctx context.Context, store *db.Store, rng *rand.Rand, n int) ([]string, error) {
+	total, err := store.CountIndexDocs(ctx)
+	if err != nil || total == 0 {
+		return nil, err
+	}
+	isWord := func(w string) bool {
+		for _, r := range w {
+			if !unicode.IsLetter(r) {
+				return false
+			}
+		}
+		return w != ""
+	}
+	var out []string
+	for len(out) < n {
+		docs, err := store.IndexDocs(ctx, []int64{1 + rng.Int64N(total)})
+		if err != nil {
+			return nil, err
+		}
+		if len(docs) == 0 {
+			continue
+		}
+		words := strings.Fields(strings.NewReplacer(".", " . ", ",", " , ", "\n", " . ").Replace(docs[0].Body))
+		k := 2 + rng.IntN(2)
+		for try := 0; try < 20; try++ {
+			j := rng.IntN(max(1, len(words)-k))
+			if j+k > len(words) {
+				break
+			}
+			ok := true
+			for _, w := range words[j : j+k] {
+				ok = ok && isWord(w)
+			}
+			if ok {
+				out = append(out, `"`+strings.ToLower(strings.Join(words[j:j+k], " "))+`"`)
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -46,8 +46,9 @@ func main() {
 }
 
 // queries returns realistic query sets: words a person would search for (mid-frequency
-// vocabulary, not function words), pairs of them, phrases taken from real bodies, sender
-// names, and very common words.
+// vocabulary, not function words), pairs of them, random phrases of 2-3 words of the
+// vocabulary (rphrase: most are in no message, the worst case for a phrase check), sender
+// names, and very common words. Phrases cut from real bodies come from bodyPhrases.
 func (c *corpus) queries(n int) map[string][]string {
 	out := map[string][]string{}
 	content := c.vocab[60:3000]
@@ -56,7 +57,7 @@ func (c *corpus) queries(n int) map[string][]string {
 		out["two"] = append(out["two"], content[c.rng.IntN(len(content))]+" "+content[c.rng.IntN(len(content))])
 		s := strings.Fields(strings.TrimSuffix(c.sentence(), "."))
 		j := c.rng.IntN(len(s) - 2)
-		out["phrase"] = append(out["phrase"], `"`+strings.ToLower(strings.Join(s[j:j+2+c.rng.IntN(2)], " "))+`"`)
+		out["rphrase"] = append(out["rphrase"], `"`+strings.ToLower(strings.Join(s[j:j+2+c.rng.IntN(2)], " "))+`"`)
 		out["from"] = append(out["from"], "from:"+strings.Fields(c.senders[c.rng.IntN(len(c.senders))].name)[1])
 		out["common"] = append(out["common"], c.vocab[c.rng.IntN(60)])
 	}
