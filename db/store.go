@@ -41,6 +41,7 @@ type Store struct {
 	tokenKey    []byte // signs page tokens
 	downloadKey []byte // signs attachment download URLs
 
+	writes  writeQueue // writes waiting for the committer (write.go)
 	auth    authCache  // resolved API keys (keys.go)
 	inboxes inboxCache // inboxes by address (inboxes.go)
 }
@@ -214,23 +215,6 @@ func noCancel(ctx context.Context) context.Context {
 		return ctx
 	}
 	return context.WithoutCancel(ctx)
-}
-
-// write runs fn in one write transaction. A storage condition the operator can fix (disk
-// full, read-only file) becomes a transient client error; nothing of fn stays applied.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	tx, err := s.w.BeginTx(noCancel(ctx), nil)
-	if err != nil {
-		return storageError(err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return storageError(err)
-	}
-	return storageError(tx.Commit())
 }
 
 // read runs fn in a read transaction, so multi-query reads see one snapshot.

@@ -1,0 +1,146 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+)
+
+// Writes share commits. A commit costs far more than the few rows of a send, a label
+// change or a delivery (with 16 KB pages it writes every dirty page to the WAL, and the
+// pages of the same index edges are dirtied again by the next write), so concurrent
+// writes go through one committer: while it commits, later writes queue, and the next
+// transaction takes all of them. Each write runs in a savepoint of its own, in arrival
+// order, so it sees the writes before it exactly as it would after their commits, and one
+// that fails is rolled back alone. A lone write commits at once, without a savepoint.
+//
+// Nothing is acknowledged early: write returns only after the commit that holds its
+// changes, and if the transaction as a whole fails (disk full, I/O error: SQLite may then
+// roll back the whole transaction), every write in it reports the failure.
+
+// maxGroupWrites bounds one transaction, so a burst cannot hold the lock for long.
+const maxGroupWrites = 256
+
+type writeJob struct {
+	fn   func(tx *sql.Tx) error
+	err  error
+	done chan struct{}
+}
+
+type writeQueue struct {
+	mu      sync.Mutex
+	pending []*writeJob
+	running bool
+}
+
+// write runs fn in a write transaction, possibly shared with other writes (see above). A
+// storage condition the operator can fix (disk full, read-only file) becomes a transient
+// client error; nothing of fn stays applied when it returns an error.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j := &writeJob{fn: fn, done: make(chan struct{})}
+	q := &s.writes
+	q.mu.Lock()
+	q.pending = append(q.pending, j)
+	if !q.running {
+		q.running = true
+		go s.commitLoop()
+	}
+	q.mu.Unlock()
+	// Not bounded by ctx: once queued the write may commit, and the caller must learn
+	// whether it did. A transaction is bounded by busy_timeout and its statements.
+	<-j.done
+	return j.err
+}
+
+// commitLoop commits queued writes in groups until none is left.
+func (s *Store) commitLoop() {
+	q := &s.writes
+	for {
+		q.mu.Lock()
+		n := min(len(q.pending), maxGroupWrites)
+		if n == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		group := make([]*writeJob, n)
+		copy(group, q.pending)
+		rest := copy(q.pending, q.pending[n:])
+		clear(q.pending[rest:])
+		q.pending = q.pending[:rest]
+		q.mu.Unlock()
+
+		s.commitGroup(group)
+		for _, j := range group {
+			close(j.done)
+		}
+	}
+}
+
+// commitGroup runs the writes of group in one transaction and sets each one's error.
+func (s *Store) commitGroup(group []*writeJob) {
+	ctx := context.Background()
+	fail := func(err error) {
+		for _, j := range group {
+			if j.err == nil {
+				j.err = storageError(err)
+			}
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if len(group) == 1 {
+		if err := runWrite(group[0].fn, tx); err != nil {
+			tx.Rollback()
+			group[0].err = storageError(err)
+			return
+		}
+		if err := tx.Commit(); err != nil {
+			fail(err)
+		}
+		return
+	}
+	for _, j := range group {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+		if err := runWrite(j.fn, tx); err != nil {
+			j.err = storageError(err)
+			// If SQLite rolled the whole transaction back (it may, on a full disk or
+			// an I/O error), the savepoint is gone and so are the writes before it.
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO write"); rerr != nil {
+				tx.Rollback()
+				fail(rerr)
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE write"); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+	}
+}
+
+// runWrite runs fn, turning a panic into its error: fn runs on the committer goroutine,
+// where a panic would otherwise take the whole server down with the writes around it.
+func runWrite(fn func(tx *sql.Tx) error, tx *sql.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("db: write panicked: %v", r)
+		}
+	}()
+	return fn(tx)
+}

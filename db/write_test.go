@@ -1,0 +1,121 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+)
+
+// groupOf runs fns as concurrent writes that share one transaction: a first write holds
+// the committer until all of them are queued behind it.
+func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
+	t.Helper()
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.write(context.Background(), func(*sql.Tx) error {
+		close(held)
+		<-hold
+		return nil
+	})
+	<-held
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.write(context.Background(), fn)
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		s.writes.mu.Lock()
+		n := len(s.writes.pending)
+		s.writes.mu.Unlock()
+		if n == len(fns) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d writes queued", n, len(fns))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	return errs
+}
+
+func setting(name string) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO settings(name, value) VALUES (?, x'00')", name)
+		return err
+	}
+}
+
+func settingsNamed(t *testing.T, s *Store, names ...string) []string {
+	t.Helper()
+	var found []string
+	for _, n := range names {
+		var v []byte
+		err := s.r.QueryRow("SELECT value FROM settings WHERE name = ?", n).Scan(&v)
+		if err == nil {
+			found = append(found, n)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+	}
+	return found
+}
+
+func TestGroupedWritesFailAlone(t *testing.T) {
+	c := qt.New(t)
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+
+	refused := errors.New("refused")
+	errs := groupOf(t, s, []func(tx *sql.Tx) error{
+		setting("a"),
+		func(tx *sql.Tx) error { // writes, then fails: its row must not stay
+			if err := setting("b")(tx); err != nil {
+				return err
+			}
+			return refused
+		},
+		setting("c"),
+		func(tx *sql.Tx) error { panic("boom") },
+		setting("a"), // a constraint error: the first "a" is already in this transaction
+		setting("d"),
+	})
+	c.Check(errs[0], qt.IsNil)
+	c.Check(errs[1], qt.Equals, refused)
+	c.Check(errs[2], qt.IsNil)
+	c.Check(errs[3], qt.ErrorMatches, "db: write panicked: boom")
+	c.Check(errs[4], qt.IsNotNil)
+	c.Check(errs[5], qt.IsNil)
+	c.Assert(settingsNamed(t, s, "a", "b", "c", "d"), qt.DeepEquals, []string{"a", "c", "d"})
+}
+
+func TestGroupedWritesShareCommits(t *testing.T) {
+	c := qt.New(t)
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+
+	// More writes than one transaction takes: all of them land, in groups.
+	var fns []func(tx *sql.Tx) error
+	var names []string
+	for i := range maxGroupWrites + 10 {
+		names = append(names, fmt.Sprintf("n%d", i))
+		fns = append(fns, setting(names[i]))
+	}
+	for _, err := range groupOf(t, s, fns) {
+		c.Assert(err, qt.IsNil)
+	}
+	c.Assert(settingsNamed(t, s, names...), qt.HasLen, len(names))
+}
