@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -77,20 +75,17 @@ type Incoming struct {
 // copy per inbox, labelled received+unread, threaded by its headers, triage pending, all
 // in one transaction. It returns only after that transaction committed, so a caller that
 // acknowledges on a nil error never acknowledges mail that could still be lost. Many
-// concurrent calls share one commit (see groupCommit).
+// concurrent calls share one commit (the store's group commit).
 //
 // Errors: ErrEmptyMessage, ErrScanUnavailable (transient), and storage errors (transient:
 // the sender should retry).
 func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error) {
-	s.ingest.arrive()
 	p, err := Parse(in.Data)
 	if err != nil {
-		s.ingest.leave()
 		return nil, ErrEmptyMessage
 	}
 	verdict, err := s.scan(ctx, p, in.Data, Origin{RemoteIP: in.RemoteIP, Helo: in.Helo, MailFrom: in.MailFrom})
 	if err != nil {
-		s.ingest.leave()
 		return nil, err
 	}
 	raw := in.Data
@@ -111,153 +106,11 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 		msgs = append(msgs, m)
 	}
 	if len(msgs) == 0 {
-		s.ingest.leave()
 		return nil, nil
 	}
-	return s.ingest.deliver(ctx, s.Store, msgs)
-}
-
-// Group commit limits: one transaction takes at most this many deliveries, or this many
-// bytes of raw mail (but always at least one delivery).
-const (
-	groupMaxDeliveries = 256
-	groupMaxBytes      = 32 << 20
-	// groupLinger is the longest a commit waits for deliveries that are being parsed
-	// right now and will join within a fraction of it.
-	groupLinger = time.Millisecond
-)
-
-// groupCommit batches concurrent deliveries into shared transactions. The first delivery
-// to arrive when no commit runs starts a committer goroutine; while it commits, later
-// deliveries queue up and go together in its next transaction; when nothing is left it
-// exits. Before a commit it waits (at most groupLinger) for the deliveries being parsed
-// at that moment, which would otherwise each pay a commit of their own. Under load that
-// is many messages per commit; a lone message commits at once. Each delivery keeps its
-// own all-or-nothing savepoint.
-type groupCommit struct {
-	mu       sync.Mutex
-	pending  []*delivery
-	running  bool
-	arriving int           // deliveries being parsed, not yet queued
-	arrived  chan struct{} // poked when one is queued while the committer lingers
-}
-
-// arrive announces a delivery that is being parsed; deliver or leave ends it.
-func (g *groupCommit) arrive() {
-	g.mu.Lock()
-	g.arriving++
-	g.mu.Unlock()
-}
-
-func (g *groupCommit) leave() {
-	g.mu.Lock()
-	g.arriving--
-	g.poke()
-	g.mu.Unlock()
-}
-
-// poke wakes a lingering committer; requires mu.
-func (g *groupCommit) poke() {
-	if g.arrived == nil {
-		g.arrived = make(chan struct{}, 1)
+	stored, errs, err := s.Store.DeliverBatch(ctx, [][]db.NewMessage{msgs})
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case g.arrived <- struct{}{}:
-	default:
-	}
-}
-
-type delivery struct {
-	msgs   []db.NewMessage
-	size   int
-	stored []db.Stored
-	err    error
-	done   chan struct{}
-}
-
-func (g *groupCommit) deliver(ctx context.Context, store *db.Store, msgs []db.NewMessage) ([]db.Stored, error) {
-	d := &delivery{msgs: msgs, done: make(chan struct{})}
-	for i := range msgs {
-		d.size += len(msgs[i].Raw)
-	}
-	g.mu.Lock()
-	g.arriving--
-	g.pending = append(g.pending, d)
-	if !g.running {
-		g.running = true
-		go g.run(store)
-	} else {
-		g.poke()
-	}
-	g.mu.Unlock()
-	select {
-	case <-d.done:
-		return d.stored, d.err
-	case <-ctx.Done():
-		// The commit may still happen; the caller must not acknowledge. A sender that
-		// retries is absorbed by Message-ID de-duplication.
-		return nil, ctx.Err()
-	}
-}
-
-func (g *groupCommit) run(store *db.Store) {
-	for {
-		g.mu.Lock()
-		if len(g.pending) > 0 && g.arriving > 0 {
-			g.linger()
-		}
-		n, size := 0, 0
-		for n < len(g.pending) && n < groupMaxDeliveries && (n == 0 || size+g.pending[n].size <= groupMaxBytes) {
-			size += g.pending[n].size
-			n++
-		}
-		if n == 0 {
-			g.running = false
-			g.mu.Unlock()
-			return
-		}
-		batch := make([]*delivery, n)
-		copy(batch, g.pending)
-		rest := copy(g.pending, g.pending[n:])
-		clear(g.pending[rest:])
-		g.pending = g.pending[:rest]
-		g.mu.Unlock()
-
-		groups := make([][]db.NewMessage, n)
-		for i, d := range batch {
-			groups[i] = d.msgs
-		}
-		// No deadline: the SQLite driver runs every statement of a cancellable context on
-		// a goroutine of its own, which costs more than the statement. busy_timeout bounds
-		// waiting for the lock; nothing else in a commit waits.
-		stored, errs, err := store.DeliverBatch(context.Background(), groups)
-		for i, d := range batch {
-			if err != nil {
-				d.err = err
-			} else {
-				d.stored, d.err = stored[i], errs[i]
-			}
-			close(d.done)
-		}
-	}
-}
-
-// linger waits, with mu held on entry and return, until the deliveries being parsed are
-// queued, the batch is full, or groupLinger passed.
-func (g *groupCommit) linger() {
-	if g.arrived == nil {
-		g.arrived = make(chan struct{}, 1)
-	}
-	t := time.NewTimer(groupLinger)
-	defer t.Stop()
-	for g.arriving > 0 && len(g.pending) < groupMaxDeliveries {
-		g.mu.Unlock()
-		select {
-		case <-g.arrived:
-			g.mu.Lock()
-		case <-t.C:
-			g.mu.Lock()
-			return
-		}
-	}
+	return stored[0], errs[0]
 }

@@ -29,8 +29,7 @@ type Service struct {
 	// NoTriage is --triage off: received mail carries no triage and is not analyzed.
 	NoTriage bool
 
-	kick   chan struct{}
-	ingest groupCommit // shared transactions for inbound mail (ingest.go)
+	kick chan struct{}
 }
 
 // NewService returns a Service; RunOutbound must run for queued mail to move.
