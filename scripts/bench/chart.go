@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 var palette = []color.Color{
@@ -55,7 +57,7 @@ func drawChart(path string, ops []opResult, levels []int) error {
 	}
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range ops {
-		for _, v := range []float64{ms(r.p50), ms(r.p99)} {
+		for _, v := range []float64{benchkit.Ms(r.p50), benchkit.Ms(r.p99)} {
 			if v > 0 {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
@@ -105,11 +107,11 @@ func drawChart(path string, ops []opResult, levels []int) error {
 		p.Legend.YOffs = -vg.Millimeter * 8
 		return p, nil
 	}
-	p50, err := panel("p50 latency", func(r opResult) float64 { return ms(r.p50) }, true)
+	p50, err := panel("p50 latency", func(r opResult) float64 { return benchkit.Ms(r.p50) }, true)
 	if err != nil {
 		return err
 	}
-	p99, err := panel("p99 latency", func(r opResult) float64 { return ms(r.p99) }, false)
+	p99, err := panel("p99 latency", func(r opResult) float64 { return benchkit.Ms(r.p99) }, false)
 	if err != nil {
 		return err
 	}

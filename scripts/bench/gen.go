@@ -12,6 +12,7 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 // The data set goes straight into the store through db.Store.DeliverBatch, the call the
@@ -89,24 +90,24 @@ func newPool(rng *rand.Rand) *attachmentPool {
 // attachment returns one attachment: three in five from the shared pool, the rest unique
 // (compressed formats, so random bytes are what they look like to a compressor).
 func (c *corpus) attachment(p *attachmentPool) db.NewAttachment {
-	if c.rng.IntN(5) < 3 {
-		return p.files[c.rng.IntN(len(p.files))]
+	if c.Rng.IntN(5) < 3 {
+		return p.files[c.Rng.IntN(len(p.files))]
 	}
-	size := int(min(max(math.Exp(math.Log(20000)+1.0*c.rng.NormFloat64()), 500), 400<<10))
+	size := int(min(max(math.Exp(math.Log(20000)+1.0*c.Rng.NormFloat64()), 500), 400<<10))
 	kinds := []struct{ ext, ct string }{{"pdf", "application/pdf"}, {"png", "image/png"}, {"jpg", "image/jpeg"}, {"zip", "application/zip"}, {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}}
-	k := kinds[c.rng.IntN(len(kinds))]
-	return db.NewAttachment{Filename: fmt.Sprintf("%s-%d.%s", c.word(), c.rng.IntN(10000), k.ext), ContentType: k.ct, Content: randomBytes(c.rng, size)}
+	k := kinds[c.Rng.IntN(len(kinds))]
+	return db.NewAttachment{Filename: fmt.Sprintf("%s-%d.%s", c.Word(), c.Rng.IntN(10000), k.ext), ContentType: k.ct, Content: randomBytes(c.Rng, size)}
 }
 
 var categories = []string{"billing", "support", "sales", "personal", "notification", "other"}
 var urgencies = []string{"low", "normal", "high", "critical"}
 
 func (c *corpus) probs(keys []string, top string) (map[string]float64, float64) {
-	conf := math.Round((0.55+0.44*c.rng.Float64())*1000) / 1000
+	conf := math.Round((0.55+0.44*c.Rng.Float64())*1000) / 1000
 	weights := make([]float64, len(keys))
 	sum := 0.0
 	for i := range keys {
-		weights[i] = c.rng.Float64()
+		weights[i] = c.Rng.Float64()
 		sum += weights[i]
 	}
 	out := map[string]float64{}
@@ -122,46 +123,46 @@ func (c *corpus) probs(keys []string, top string) (map[string]float64, float64) 
 
 // triage returns a complete result as the built-in classifier writes it.
 func (c *corpus) triage(at time.Time) *db.Triage {
-	cat := categories[c.rng.IntN(len(categories))]
+	cat := categories[c.Rng.IntN(len(categories))]
 	cp, cconf := c.probs(categories, cat)
-	urg := urgencies[c.rng.IntN(len(urgencies))]
+	urg := urgencies[c.Rng.IntN(len(urgencies))]
 	up, uconf := c.probs(urgencies, urg)
 	var reply *bool
-	if v := c.rng.IntN(3); v < 2 {
+	if v := c.Rng.IntN(3); v < 2 {
 		b := v == 0
 		reply = &b
 	}
-	dur := int64(1 + c.rng.IntN(4))
+	dur := int64(1 + c.Rng.IntN(4))
 	f := false
 	return &db.Triage{
 		Status: db.TriageComplete, Version: 1, Model: "inboxd-lr-1", AnalyzedAt: db.Time{Time: at.Add(250 * time.Millisecond)}.String(),
 		DurationMs: &dur, BodyTruncated: &f,
 		Category:   &db.TriageCategory{Value: cat, Confidence: cconf, Probabilities: cp},
-		NeedsReply: &db.TriageNeedsReply{Value: reply, Probability: math.Round(c.rng.Float64()*1000) / 1000},
-		Urgency:    &db.TriageUrgency{Value: &urg, Score: math.Round(c.rng.Float64()*3000) / 1000, Confidence: uconf, Probabilities: up},
+		NeedsReply: &db.TriageNeedsReply{Value: reply, Probability: math.Round(c.Rng.Float64()*1000) / 1000},
+		Urgency:    &db.TriageUrgency{Value: &urg, Score: math.Round(c.Rng.Float64()*3000) / 1000, Confidence: uconf, Probabilities: up},
 	}
 }
 
 // protection returns the verdict of an inbound scan; quarantined mail fails on spam.
-func (c *corpus) protection(at time.Time, from person, quarantined bool) (*db.Protection, *db.ProtectionDetail) {
+func (c *corpus) protection(at time.Time, from benchkit.Person, quarantined bool) (*db.Protection, *db.ProtectionDetail) {
 	p := &db.Protection{Status: db.ProtectionClean, ScannedAt: db.Time{Time: at}.String(),
-		Authentication: db.Authentication{SPF: "pass", DKIM: "pass", DMARC: "pass", SigningDomains: []string{from.domain}},
-		Spam:           db.Spam{Score: math.Round(c.rng.Float64()*20) / 10, Threshold: 6},
+		Authentication: db.Authentication{SPF: "pass", DKIM: "pass", DMARC: "pass", SigningDomains: []string{from.Domain}},
+		Spam:           db.Spam{Score: math.Round(c.Rng.Float64()*20) / 10, Threshold: 6},
 		Antivirus:      db.Antivirus{Status: "clean", Signatures: []string{}}, Reasons: []string{}}
 	d := &db.ProtectionDetail{
-		SPF:        db.AuthDetail{Result: "pass", Domain: from.domain},
-		DKIM:       []db.DKIMDetail{{Domain: from.domain, Result: "pass"}},
+		SPF:        db.AuthDetail{Result: "pass", Domain: from.Domain},
+		DKIM:       []db.DKIMDetail{{Domain: from.Domain, Result: "pass"}},
 		DKIMResult: "pass",
-		DMARC:      db.AuthDetail{Result: "pass", Domain: from.domain, Policy: "none", Note: "SPF passed for an aligned domain (" + from.domain + ")"},
+		DMARC:      db.AuthDetail{Result: "pass", Domain: from.Domain, Policy: "none", Note: "SPF passed for an aligned domain (" + from.Domain + ")"},
 		SpamEngine: "builtin", SpamRules: []db.SpamRule{}, AVEngine: "builtin",
 	}
-	switch r := c.rng.IntN(10); {
+	switch r := c.Rng.IntN(10); {
 	case r == 0:
 		p.Authentication.DKIM, p.Authentication.SigningDomains = "none", []string{}
 		d.DKIM, d.DKIMResult = nil, "none"
 	case r == 1:
 		p.Authentication.DMARC = "none"
-		d.DMARC = db.AuthDetail{Result: "none", Domain: from.domain, Note: "the From domain publishes no DMARC policy"}
+		d.DMARC = db.AuthDetail{Result: "none", Domain: from.Domain, Note: "the From domain publishes no DMARC policy"}
 	}
 	if quarantined {
 		p.Status = db.ProtectionQuarantined
@@ -177,13 +178,13 @@ func (c *corpus) protection(at time.Time, from person, quarantined bool) (*db.Pr
 // thread is a conversation in progress while an inbox is generated.
 type thread struct {
 	subject string
-	peer    person
+	peer    benchkit.Person
 	refs    []string // Message-IDs, oldest first
 	last    string   // text of the latest message, quoted by a reply
 }
 
-func (c *corpus) messageID(from person, n int) string {
-	return fmt.Sprintf("<%016x.%d@%s>", c.rng.Uint64(), n, from.domain)
+func (c *corpus) messageID(from benchkit.Person, n int) string {
+	return fmt.Sprintf("<%016x.%d@%s>", c.Rng.Uint64(), n, from.Domain)
 }
 
 // rawMIME renders the message as it arrived (or was sent): trace fields, a mail client's
@@ -194,9 +195,9 @@ func (c *corpus) rawMIME(m *db.NewMessage, fromName string) []byte {
 	if m.Direction == db.Received {
 		fmt.Fprintf(&b, "Return-Path: <%s>\r\n", m.From)
 		fmt.Fprintf(&b, "Received: from mail-%d.%s (mail-%d.%s [203.0.113.%d])\r\n\tby mx.inboxd.test with ESMTPS id %016x\r\n\tfor <%s>; %s\r\n",
-			c.rng.IntN(90), domainOf(m.From), c.rng.IntN(90), domainOf(m.From), 1+c.rng.IntN(250), c.rng.Uint64(), m.To[0], m.Timestamp.Format(time.RFC1123Z))
+			c.Rng.IntN(90), domainOf(m.From), c.Rng.IntN(90), domainOf(m.From), 1+c.Rng.IntN(250), c.Rng.Uint64(), m.To[0], m.Timestamp.Format(time.RFC1123Z))
 		fmt.Fprintf(&b, "DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=%s; s=s1;\r\n\th=from:to:subject:date:message-id; bh=%s;\r\n\tb=%s\r\n",
-			domainOf(m.From), base64.StdEncoding.EncodeToString(randomBytes(c.rng, 32)), base64.StdEncoding.EncodeToString(randomBytes(c.rng, 256)))
+			domainOf(m.From), base64.StdEncoding.EncodeToString(randomBytes(c.Rng, 32)), base64.StdEncoding.EncodeToString(randomBytes(c.Rng, 256)))
 	}
 	fmt.Fprintf(&b, "From: %q <%s>\r\nTo: %s\r\n", fromName, m.From, strings.Join(m.To, ", "))
 	if len(m.Cc) > 0 {
@@ -208,7 +209,7 @@ func (c *corpus) rawMIME(m *db.NewMessage, fromName string) []byte {
 	}
 	b.WriteString("MIME-Version: 1.0\r\n")
 	text := strings.ReplaceAll(m.Text, "\n", "\r\n")
-	boundary := fmt.Sprintf("b%016x", c.rng.Uint64())
+	boundary := fmt.Sprintf("b%016x", c.Rng.Uint64())
 	alt := func(bd string) {
 		fmt.Fprintf(&b, "Content-Type: multipart/alternative; boundary=%q\r\n\r\n", bd)
 		fmt.Fprintf(&b, "--%s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n%s\r\n", bd, text)
@@ -248,20 +249,20 @@ func domainOf(addr string) string { return addr[strings.LastIndexByte(addr, '@')
 // by the inbox (sent mail with its delivery record).
 func (c *corpus) inboxMessages(inboxRow int64, addr string, n int, end time.Time, span time.Duration, pool *attachmentPool, emit func(db.NewMessage)) {
 	var open []*thread
-	owner := person{name: "Inbox " + strings.Split(addr, "@")[0], addr: addr, domain: domain}
+	owner := benchkit.Person{Name: "Inbox " + strings.Split(addr, "@")[0], Addr: addr, Domain: domain}
 	for i := range n {
-		ts := end.Add(-span + time.Duration(float64(span)*float64(i)/float64(n)) + time.Duration(c.rng.IntN(60000))*time.Millisecond).UTC()
+		ts := end.Add(-span + time.Duration(float64(span)*float64(i)/float64(n)) + time.Duration(c.Rng.IntN(60000))*time.Millisecond).UTC()
 		var t *thread
-		if len(open) > 0 && c.rng.IntN(100) < 45 {
-			t = open[len(open)-1-c.rng.IntN(min(len(open), 12))]
+		if len(open) > 0 && c.Rng.IntN(100) < 45 {
+			t = open[len(open)-1-c.Rng.IntN(min(len(open), 12))]
 			if len(t.refs) == 0 { // its first message was quarantined: nothing to reply to
 				t = nil
 			}
 		}
 		m := db.NewMessage{InboxID: inboxRow, Timestamp: ts}
-		var from person
+		var from benchkit.Person
 		if t == nil {
-			t = &thread{subject: c.subject(), peer: c.sender()}
+			t = &thread{subject: c.Subject(), peer: c.Sender()}
 			open = append(open, t)
 			if len(open) > 64 {
 				open = open[1:]
@@ -273,31 +274,31 @@ func (c *corpus) inboxMessages(inboxRow int64, addr string, n int, end time.Time
 			m.References = append([]string(nil), t.refs[max(0, len(t.refs)-10):]...)
 			m.ThreadCandidates = mail.ThreadCandidates(m.References, m.InReplyTo)
 		}
-		sent := len(t.refs) > 0 && c.rng.IntN(3) == 0
+		sent := len(t.refs) > 0 && c.Rng.IntN(3) == 0
 		if sent {
 			from = owner
-			m.Direction, m.From, m.To = db.Sent, addr, []string{t.peer.addr}
+			m.Direction, m.From, m.To = db.Sent, addr, []string{t.peer.Addr}
 		} else {
 			from = t.peer
-			m.Direction, m.From, m.To = db.Received, t.peer.addr, []string{addr}
+			m.Direction, m.From, m.To = db.Received, t.peer.Addr, []string{addr}
 		}
 		m.Cc, m.Bcc, m.ReplyTo = []string{}, []string{}, []string{}
-		if c.rng.IntN(6) == 0 {
-			m.Cc = []string{c.senders[c.rng.IntN(len(c.senders))].addr}
+		if c.Rng.IntN(6) == 0 {
+			m.Cc = []string{c.Senders[c.Rng.IntN(len(c.Senders))].Addr}
 		}
 		m.MessageID = c.messageID(from, i)
-		m.Text = c.body(from, c.bodySize(), t.last)
-		if c.rng.IntN(10) < 3 {
-			m.HTML = html(m.Text)
+		m.Text = c.Body(from, c.BodySize(), t.last)
+		if c.Rng.IntN(10) < 3 {
+			m.HTML = benchkit.HTML(m.Text)
 		}
 		m.Preview = mail.Preview(m.Text)
-		if c.rng.IntN(100) < 8 {
+		if c.Rng.IntN(100) < 8 {
 			m.Attachments = []db.NewAttachment{c.attachment(pool)}
 		}
-		quarantined := !sent && c.rng.IntN(100) == 0
+		quarantined := !sent && c.Rng.IntN(100) == 0
 		var extra []string
 		if !sent {
-			switch r := c.rng.IntN(100); {
+			switch r := c.Rng.IntN(100); {
 			case r < 10:
 				extra = append(extra, "important")
 			case r < 13:
@@ -313,13 +314,13 @@ func (c *corpus) inboxMessages(inboxRow int64, addr string, n int, end time.Time
 		}
 		if sent {
 			at := db.Time{Time: ts}.String()
-			ms := int64(200 + c.rng.IntN(900))
+			ms := int64(200 + c.Rng.IntN(900))
 			m.Delivery = &db.Delivery{Version: 2, SentAt: at, UpdatedAt: at, Recipients: []db.RecipientDelivery{{
-				Recipient: t.peer.addr, Status: db.RecipientDelivered, UpdatedAt: at, Delivered: true, EventID: fmt.Sprintf("%016x", c.rng.Uint64()),
+				Recipient: t.peer.Addr, Status: db.RecipientDelivered, UpdatedAt: at, Delivered: true, EventID: fmt.Sprintf("%016x", c.Rng.Uint64()),
 				Provider: "relay", SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0", DeliveryTimeMs: &ms, DeliveryEventAt: at}}}
 		} else {
 			m.Protection, m.ProtectionDetail = c.protection(ts, from, quarantined)
-			switch r := c.rng.IntN(30); {
+			switch r := c.Rng.IntN(30); {
 			case r < 20:
 				m.Triage = c.triage(ts)
 			case r < 22:
@@ -328,7 +329,7 @@ func (c *corpus) inboxMessages(inboxRow int64, addr string, n int, end time.Time
 				m.Triage = &db.Triage{Status: db.TriageFailed, Code: "provider_error", FailedAt: db.Time{Time: ts}.String()}
 			}
 		}
-		m.Raw = c.rawMIME(&m, from.name)
+		m.Raw = c.rawMIME(&m, from.Name)
 		if !quarantined {
 			t.refs = append(t.refs, m.MessageID)
 			t.last = m.Text
@@ -406,7 +407,7 @@ func generate(ctx context.Context, path string, sc scale, seed uint64, logf func
 	// One goroutine generates, the caller stores: batches of a few hundred messages per
 	// transaction, as the group commit makes under load.
 	c := newCorpus(seed)
-	pool := newPool(c.rng)
+	pool := newPool(c.Rng)
 	end := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	type batch struct {
 		msgs   []db.NewMessage
@@ -429,7 +430,7 @@ func generate(ctx context.Context, path string, sc scale, seed uint64, logf func
 				}
 			})
 			for range 20 {
-				j.inbox.subjects = append(j.inbox.subjects, c.midWord())
+				j.inbox.subjects = append(j.inbox.subjects, c.MidWord())
 			}
 		}
 		if len(b.msgs) > 0 {

@@ -1,66 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 // client is the load generator's HTTP side: keep-alive connections, one per concurrent
 // caller, as API clients hold them.
-type client struct {
-	base string
-	key  string
-	http *http.Client
-}
+type client struct{ *benchkit.API }
 
 func newClient(base, key string) *client {
-	return &client{base: base, key: key, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: 256, MaxIdleConnsPerHost: 256, DisableCompression: true, IdleConnTimeout: time.Minute}}}
-}
-
-// do sends one request and reads the whole answer; a status other than 200 is an error.
-func (c *client) do(ctx context.Context, method, path string, body any, out any) error {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode != 200 {
-		if len(b) > 300 {
-			b = b[:300]
-		}
-		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, bytes.TrimSpace(b))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return &client{&benchkit.API{Base: base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 256, DisableCompression: true, IdleConnTimeout: time.Minute}}}}
 }
 
 // operation is one API call the load generator repeats; path picks its target.
@@ -104,7 +63,7 @@ func (c *client) run(ctx context.Context, op operation, conc int, warmup, d time
 				if (t.After(end) && tries > 0) || ctx.Err() != nil {
 					break
 				}
-				err := c.do(ctx, "GET", op.path(rng), nil, nil)
+				err := c.Do(ctx, "GET", op.path(rng), nil, nil)
 				took := time.Since(t)
 				if err == nil {
 					ok++
@@ -141,20 +100,9 @@ func (c *client) run(ctx context.Context, op operation, conc int, warmup, d time
 	res.elapsed = time.Since(measureFrom)
 	slices.Sort(lats)
 	res.n = len(lats)
-	res.p50, res.p99 = pct(lats, 50), pct(lats, 99)
+	res.p50, res.p99 = benchkit.Pct(lats, 50), benchkit.Pct(lats, 99)
 	return res
 }
-
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	return d[min(len(d)-1, len(d)*p/100)]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func inboxPath(addr string) string { return "/v1/inboxes/" + url.PathEscape(addr) }
 
 // pageToken walks to page n (1-based) of a list and returns the token that fetches it.
 func (c *client) pageToken(ctx context.Context, path string, n int) (string, error) {
@@ -167,7 +115,7 @@ func (c *client) pageToken(ctx context.Context, path string, n int) (string, err
 		if token != "" {
 			p += "?pageToken=" + url.QueryEscape(token)
 		}
-		if err := c.do(ctx, "GET", p, nil, &page); err != nil {
+		if err := c.Do(ctx, "GET", p, nil, &page); err != nil {
 			return "", err
 		}
 		if page.NextPageToken == "" {
@@ -183,7 +131,7 @@ func operations(ctx context.Context, c *client, ds *dataset) ([]operation, error
 	type ref struct{ inbox, id string }
 	var msgs, threads []ref
 	for _, in := range append([]*inboxData{ds.big}, ds.small...) {
-		p := inboxPath(in.addr)
+		p := benchkit.InboxPath(in.addr)
 		for _, id := range in.msgIDs {
 			msgs = append(msgs, ref{p, id})
 		}
@@ -191,7 +139,7 @@ func operations(ctx context.Context, c *client, ds *dataset) ([]operation, error
 			threads = append(threads, ref{p, id})
 		}
 	}
-	big := inboxPath(ds.big.addr)
+	big := benchkit.InboxPath(ds.big.addr)
 	msgTok, err := c.pageToken(ctx, big+"/messages", 50)
 	if err != nil {
 		return nil, err
@@ -219,100 +167,10 @@ func operations(ctx context.Context, c *client, ds *dataset) ([]operation, error
 			if r.IntN(2) == 0 {
 				in = all[1+r.IntN(len(all)-1)]
 			}
-			return inboxPath(in.addr) + "/messages/search?query=" + url.QueryEscape(ds.queries[r.IntN(len(ds.queries))])
+			return benchkit.InboxPath(in.addr) + "/messages/search?query=" + url.QueryEscape(ds.queries[r.IntN(len(ds.queries))])
 		}},
 	}, nil
 }
 
-type sendResult struct {
-	n         int
-	conc      int
-	accepted  time.Duration // all requests answered
-	delivered time.Duration // all messages listed in the target inbox
-	p50, p99  time.Duration
-}
-
-// sends posts n API sends (conc at a time) from the sender inboxes to the local target
-// inbox, then polls the target until it lists every one.
-func (c *client) sends(ctx context.Context, ds *dataset, n, conc int) (sendResult, error) {
-	res := sendResult{n: n, conc: conc}
-	var (
-		mu   sync.Mutex
-		lats []time.Duration
-		next int
-		fail error
-	)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				body := map[string]any{"to": []string{ds.target}, "subject": fmt.Sprintf("Bench %d", i),
-					"text":           "Hello from the benchmark. Please find the figures for this week below.\n\nThanks,\nBench",
-					"idempotencyKey": fmt.Sprintf("bench-%d", i)}
-				t := time.Now()
-				err := c.do(ctx, "POST", inboxPath(ds.senders[i%len(ds.senders)])+"/messages/send", body, nil)
-				mu.Lock()
-				if err != nil && fail == nil {
-					fail = err
-				}
-				lats = append(lats, time.Since(t))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	res.accepted = time.Since(start)
-	if fail != nil {
-		return res, fail
-	}
-	slices.Sort(lats)
-	res.p50, res.p99 = pct(lats, 50), pct(lats, 99)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got, err := c.count(ctx, inboxPath(ds.target))
-		if err != nil {
-			return res, err
-		}
-		if got >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("only %d of %d sends delivered after 60 s", got, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	res.delivered = time.Since(start)
-	return res, nil
-}
-
-func (c *client) count(ctx context.Context, inbox string) (int, error) {
-	n, token := 0, ""
-	for {
-		var page struct {
-			Messages      []json.RawMessage `json:"messages"`
-			NextPageToken string            `json:"nextPageToken"`
-		}
-		p := inbox + "/messages?limit=100"
-		if token != "" {
-			p += "&pageToken=" + url.QueryEscape(token)
-		}
-		if err := c.do(ctx, "GET", p, nil, &page); err != nil {
-			return 0, err
-		}
-		n += len(page.Messages)
-		if page.NextPageToken == "" {
-			return n, nil
-		}
-		token = page.NextPageToken
-	}
-}
+// sendText is the body of the API sends: a short note, as an agent's reply is.
+const sendText = "Hello from the benchmark. Please find the figures for this week below.\n\nThanks,\nBench"

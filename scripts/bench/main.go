@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 type options struct {
@@ -90,11 +92,11 @@ type results struct {
 	end        mem   // after the load
 	ops        []opResult
 	levels     []int
-	sends      sendResult
-	ingest     ingestResult
+	sends      benchkit.SendResult
+	ingest     benchkit.IngestResult
 	perMessage float64 // database bytes per ingested message
 	msgSize    float64 // mean size of an ingested message
-	during     ingestResult
+	during     benchkit.IngestResult
 	searches   opResult // the search loop beside the second ingest
 	profiles   []string
 }
@@ -174,7 +176,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	dns, stopDNS, err := fakeDNS()
+	dns, stopDNS, err := benchkit.FakeDNS()
 	if err != nil {
 		return err
 	}
@@ -211,7 +213,7 @@ func run(ctx context.Context, o options) error {
 		for _, conc := range r.levels {
 			res := c.run(ctx, op, conc, sc.warmup, sc.opDuration)
 			r.ops = append(r.ops, res)
-			logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d", op.name, conc, res.rps(), ms(res.p50), ms(res.p99), res.errors)
+			logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d", op.name, conc, res.rps(), benchkit.Ms(res.p50), benchkit.Ms(res.p99), res.errors)
 			if res.errors > 0 {
 				logf("    first error: %s", res.firstErr)
 			}
@@ -226,13 +228,13 @@ func run(ctx context.Context, o options) error {
 
 	logf("API sends to a local inbox: %d, 8 concurrent", sc.sends)
 	profileWait = srv.profile(ctx, profilePath(o.profile, "cpu-sends.pprof"), time.Duration(sc.sends)*2*time.Millisecond)
-	if r.sends, err = c.sends(ctx, ds, sc.sends, 8); err != nil {
+	if r.sends, err = c.Sends(ctx, ds.senders, ds.target, sendText, sc.sends, 8); err != nil {
 		return err
 	}
 	if err := profileWait(); err != nil {
 		logf("  cpu profile: %v", err)
 	}
-	logf("  accepted after %.2f s, all delivered after %.2f s", r.sends.accepted.Seconds(), r.sends.delivered.Seconds())
+	logf("  accepted after %.2f s, all delivered after %.2f s", r.sends.Accepted.Seconds(), r.sends.Delivered.Seconds())
 	if err := drain(ctx, dbPath, sc.drainLimit); err != nil {
 		return err
 	}
@@ -253,10 +255,10 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("SMTP ingest: %d messages of ~%.0f bytes over 8 connections", len(msgs), r.msgSize)
 	profileWait = srv.profile(ctx, profilePath(o.profile, "cpu-ingest.pprof"), min(sc.ingestLimit, time.Duration(float64(len(msgs))/2000*float64(time.Second))))
-	if r.ingest, err = ingest(srv.smtp, msgs, to, 8, sc.ingestLimit); err != nil {
+	if r.ingest, err = benchkit.Ingest(srv.smtp, msgs, to, 8, sc.ingestLimit); err != nil {
 		return err
 	}
-	logf("  %.0f msg/s (p50 %.1f ms, p99 %.1f ms)", r.ingest.rate(), ms(r.ingest.p50), ms(r.ingest.p99))
+	logf("  %.0f msg/s (p50 %.1f ms, p99 %.1f ms)", r.ingest.Rate(), benchkit.Ms(r.ingest.P50), benchkit.Ms(r.ingest.P99))
 	if err := profileWait(); err != nil {
 		logf("  cpu profile: %v", err)
 	}
@@ -268,7 +270,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	r.perMessage = float64(after-before) / float64(r.ingest.n)
+	r.perMessage = float64(after-before) / float64(r.ingest.N)
 	logf("  %.0f database bytes per message", r.perMessage)
 
 	logf("SMTP ingest while another client searches in a loop")
@@ -282,15 +284,15 @@ func run(ctx context.Context, o options) error {
 		defer wg.Done()
 		searchRes = c.loop(ctx, searchOp, stopSearch)
 	}()
-	r.during, err = ingest(srv.smtp, msgs, to, 8, sc.ingestLimit)
+	r.during, err = benchkit.Ingest(srv.smtp, msgs, to, 8, sc.ingestLimit)
 	close(stopSearch)
 	wg.Wait()
 	if err != nil {
 		return err
 	}
 	r.searches = searchRes
-	logf("  %.0f msg/s (p50 %.1f ms, p99 %.1f ms); %d searches beside it (p50 %.1f ms, p99 %.1f ms, errors %d)", r.during.rate(), ms(r.during.p50), ms(r.during.p99),
-		searchRes.n, ms(searchRes.p50), ms(searchRes.p99), searchRes.errors)
+	logf("  %.0f msg/s (p50 %.1f ms, p99 %.1f ms); %d searches beside it (p50 %.1f ms, p99 %.1f ms, errors %d)", r.during.Rate(), benchkit.Ms(r.during.P50), benchkit.Ms(r.during.P99),
+		searchRes.n, benchkit.Ms(searchRes.p50), benchkit.Ms(searchRes.p99), searchRes.errors)
 	srv.sampling(false)
 	r.rssLoad, r.anonLoad = srv.peakRSS()
 	r.end = srv.memory()
@@ -333,19 +335,19 @@ func run(ctx context.Context, o options) error {
 func (c *client) loop(ctx context.Context, op operation, stop chan struct{}) opResult {
 	res := opResult{op: op.name, conc: 1}
 	var lats []time.Duration
-	rng := newCorpus(99).rng
+	rng := newCorpus(99).Rng
 	start := time.Now()
 	for {
 		select {
 		case <-stop:
 			res.elapsed = time.Since(start)
 			slices.Sort(lats)
-			res.n, res.p50, res.p99 = len(lats), pct(lats, 50), pct(lats, 99)
+			res.n, res.p50, res.p99 = len(lats), benchkit.Pct(lats, 50), benchkit.Pct(lats, 99)
 			return res
 		default:
 		}
 		t := time.Now()
-		if err := c.do(ctx, "GET", op.path(rng), nil, nil); err != nil {
+		if err := c.Do(ctx, "GET", op.path(rng), nil, nil); err != nil {
 			res.errors++
 			if res.firstErr == "" {
 				res.firstErr = err.Error()

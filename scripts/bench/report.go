@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 const sectionTitle = "## Whole server (issue 9)"
@@ -87,48 +89,48 @@ func report(r *results, chart string) string {
 	gm := find(r.ops, "getMessage", 64)
 	starts := slices.Clone(r.starts)
 	slices.Sort(starts)
-	startP50 := pct(starts, 50)
+	startP50 := benchkit.Pct(starts, 50)
 	// The latency targets are a client's view: one client at a time. With n closed-loop
 	// clients, p50 is about n / throughput (Little's law); 2 ms at 64 clients would be
 	// 32,000 requests/s. Page 50 must be no slower than page 1 at every level (within
 	// 10% + 0.2 ms of measurement noise).
 	listOK := func(name string) (bool, string) {
 		a1, z1 := find(r.ops, name+" p1", 1), find(r.ops, name+" p50", 1)
-		ok := ms(a1.p50) <= 2 && ms(a1.p99) <= 15 && ms(z1.p50) <= 2 && ms(z1.p99) <= 15
+		ok := benchkit.Ms(a1.p50) <= 2 && benchkit.Ms(a1.p99) <= 15 && benchkit.Ms(z1.p50) <= 2 && benchkit.Ms(z1.p99) <= 15
 		var parts []string
 		for _, c := range r.levels {
 			a, z := find(r.ops, name+" p1", c), find(r.ops, name+" p50", c)
-			if ms(z.p50) > ms(a.p50)*1.1+0.2 {
+			if benchkit.Ms(z.p50) > benchkit.Ms(a.p50)*1.1+0.2 {
 				ok = false
 			}
-			parts = append(parts, fmt.Sprintf("%d client(s): page 1 %.2f / %.2f, page 50 %.2f / %.2f", c, ms(a.p50), ms(a.p99), ms(z.p50), ms(z.p99)))
+			parts = append(parts, fmt.Sprintf("%d client(s): page 1 %.2f / %.2f, page 50 %.2f / %.2f", c, benchkit.Ms(a.p50), benchkit.Ms(a.p99), benchkit.Ms(z.p50), benchkit.Ms(z.p99)))
 		}
 		return ok, strings.Join(parts, "; ")
 	}
 	lmOK, lmText := listOK("listMessages")
 	ltOK, ltText := listOK("listThreads")
 	w("| target (issue 9, issue 3) | measured | |\n| --- | --- | --- |\n")
-	w("| getMessage >= 8,000 req/s at 64 clients, p99 <= 10 ms | %.0f req/s, p50 %.2f ms, p99 %.2f ms | %s |\n", gm.rps(), ms(gm.p50), ms(gm.p99), mark(gm.rps() >= 8000 && ms(gm.p99) <= 10))
+	w("| getMessage >= 8,000 req/s at 64 clients, p99 <= 10 ms | %.0f req/s, p50 %.2f ms, p99 %.2f ms | %s |\n", gm.rps(), benchkit.Ms(gm.p50), benchkit.Ms(gm.p99), mark(gm.rps() >= 8000 && benchkit.Ms(gm.p99) <= 10))
 	w("| listMessages p50 <= 2 ms, p99 <= 15 ms (one client), page 50 no slower than page 1 | p50 / p99 ms at %s | %s |\n", lmText, mark(lmOK))
 	w("| listThreads p50 <= 2 ms, p99 <= 15 ms (one client), page 50 no slower than page 1 | p50 / p99 ms at %s | %s |\n", ltText, mark(ltOK))
 	w("| SMTP ingest, 2 KB messages, 8 connections >= 2,000 msg/s | %.0f msg/s (%d messages of %.0f bytes; p50 %.1f ms, p99 %.1f ms per message) | %s |\n",
-		r.ingest.rate(), r.ingest.n, r.msgSize, ms(r.ingest.p50), ms(r.ingest.p99), mark(r.ingest.rate() >= 2000))
+		r.ingest.Rate(), r.ingest.N, r.msgSize, benchkit.Ms(r.ingest.P50), benchkit.Ms(r.ingest.P99), mark(r.ingest.Rate() >= 2000))
 	w("| ingest while searches run >= 80%% of 2,000 msg/s | %.0f msg/s (%.0f%% of the ingest alone); %d searches beside it, p50 %.1f ms, p99 %.1f ms | %s |\n",
-		r.during.rate(), 100*r.during.rate()/r.ingest.rate(), r.searches.n, ms(r.searches.p50), ms(r.searches.p99), mark(r.during.rate() >= 1600))
+		r.during.Rate(), 100*r.during.Rate()/r.ingest.Rate(), r.searches.n, benchkit.Ms(r.searches.p50), benchkit.Ms(r.searches.p99), mark(r.during.Rate() >= 1600))
 	w("| 1,000 API sends to a local inbox delivered < 2 s | %d sends (8 concurrent): accepted in %.2f s, all delivered after %.2f s (send p50 %.1f ms, p99 %.1f ms) | %s |\n",
-		r.sends.n, r.sends.accepted.Seconds(), r.sends.delivered.Seconds(), ms(r.sends.p50), ms(r.sends.p99), mark(r.sends.delivered < 2*time.Second*time.Duration(max(1, r.sends.n))/1000))
+		r.sends.N, r.sends.Accepted.Seconds(), r.sends.Delivered.Seconds(), benchkit.Ms(r.sends.P50), benchkit.Ms(r.sends.P99), mark(r.sends.Delivered < 2*time.Second*time.Duration(max(1, r.sends.N))/1000))
 	w("| resident memory <= 200 MB under load | VmRSS %s at rest (RssAnon %s, RssFile %s), up to %s under load (RssAnon up to %s; sampled every 50 ms), VmHWM %s; RssFile is file-backed pages: the search index's memory-mapped segment files and the binary | %s |\n",
 		mib(r.rest.rss), mib(r.rest.anon), mib(r.rest.file), mib(r.rssLoad), mib(r.anonLoad), mib(r.end.hwm), mark(r.end.hwm*1024 <= 200e6))
 	w("| <= 3 KB of database per 2 KB message | %.0f bytes per ingested message (used pages after the index and triage queues drained) | %s |\n",
 		r.perMessage, mark(r.perMessage <= 3072))
-	w("| start to healthy <= 300 ms | %.0f ms (p50 of %d starts; all: %s) | %s |\n\n", ms(startP50), len(r.starts), durations(r.starts), mark(startP50 <= 300*time.Millisecond))
+	w("| start to healthy <= 300 ms | %.0f ms (p50 of %d starts; all: %s) | %s |\n\n", benchkit.Ms(startP50), len(r.starts), durations(r.starts), mark(startP50 <= 300*time.Millisecond))
 
 	w("Every read operation at 1, 8 and 64 concurrent clients (%.1f s each after %.1f s of warm-up; list operations on\n", r.sc.opDuration.Seconds(), r.sc.warmup.Seconds())
 	w("the inbox of %d, page 50 through page tokens; getMessage and getThread on random messages and threads of all\n", r.sc.big)
 	w("inboxes; search for a mid-frequency word, half in the large inbox):\n\n")
 	w("| operation | clients | req/s | p50 ms | p99 ms | errors |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, op := range r.ops {
-		w("| %s | %d | %.0f | %.2f | %.2f | %d |\n", op.op, op.conc, op.rps(), ms(op.p50), ms(op.p99), op.errors)
+		w("| %s | %d | %.0f | %.2f | %.2f | %d |\n", op.op, op.conc, op.rps(), benchkit.Ms(op.p50), benchkit.Ms(op.p99), op.errors)
 	}
 	w("\n![latency against concurrency per operation](%s)\n\n", chart)
 	if len(r.profiles) > 0 {
@@ -141,7 +143,7 @@ func report(r *results, chart string) string {
 func durations(ds []time.Duration) string {
 	var parts []string
 	for _, d := range ds {
-		parts = append(parts, fmt.Sprintf("%.0f", ms(d)))
+		parts = append(parts, fmt.Sprintf("%.0f", benchkit.Ms(d)))
 	}
 	return strings.Join(parts, ", ") + " ms"
 }

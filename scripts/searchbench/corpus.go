@@ -2,192 +2,38 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 // The corpus is deterministic for a seed: mail of a few hundred senders with subjects from
-// everyday templates and 1-4 KB bodies of English-like text. Word frequencies follow
-// Zipf's law over a vocabulary of common English words followed by a long tail of rarer
-// made-up words, names and numbers, which is what makes a real inbox's index large.
-
-var commonWords = strings.Fields(`the of and to a in is you that it for on was with as have be at this are
-not but from or by your we can will an all if about my one would there their what so up out
-which me when make like time no just him know take people into year good some could them see
-other than then now look only come its over think also back after use two how our work first
-well way even new want because any these give day most us thanks please let hi hello regards
-best team meeting project update report invoice order payment account customer support issue
-question review plan week today tomorrow monday tuesday wednesday thursday friday schedule call
-email message attached file document contract price quote delivery shipping status request
-need help time office budget sales marketing client service product release version feature
-bug fix test deploy server database login password security access user data analysis draft
-proposal agenda notes summary deadline quarter revenue cost estimate approval feedback launch
-team lunch dinner coffee travel flight hotel booking confirmation receipt refund subscription
-renewal trial upgrade plan pricing discount offer newsletter event webinar conference speaker
-slides presentation recording link calendar invite reminder follow discuss share send receive
-check confirm cancel change move update complete pending approve reject sign submit upload
-download install configure migrate backup restore monitor alert incident outage maintenance
-network storage cluster api endpoint token key certificate domain dns cloud region instance
-morning afternoon evening weekend holiday vacation birthday family kids school doctor appointment
-happy sorry great sure fine thanks again really looking forward hearing soon quick note
-january february march april may june july august september october november december`)
-
-var firstNames = strings.Fields(`Alice Bob Carol David Erin Frank Grace Heidi Ivan Judy Karl Laura Mallory Nina
-Oscar Peggy Quentin Rupert Sybil Trent Ursula Victor Wendy Xavier Yolanda Zach Maria Jose Wei Li
-Fatima Ahmed Olga Sven Ingrid Pierre Chloe Hiro Yuki Priya Raj Amara Kofi Lucia Mateo Elena Tomas`)
-
-var lastNames = strings.Fields(`Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez
-Lopez Gonzalez Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez Thompson White Harris
-Sanchez Clark Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill Flores`)
-
-var companies = strings.Fields(`acme globex initech umbrella hooli vehement massive dynamics stark wayne
-wonka cyberdyne tyrell soylent oscorp aperture blackmesa gringotts monarch vandelay pendant
-bluth dunder sterling prestige northwind contoso fabrikam tailspin wingtip adventure litware
-proseware fourthcoffee alpine margie woodgrove treyresearch lucerne humongous coho datum`)
-
-var tlds = []string{"com", "com", "com", "io", "org", "net", "co.uk", "de"}
-
-type sender struct{ name, addr string }
-
+// everyday templates and 1-4 KB bodies of English-like text. Its vocabulary is larger than
+// the whole-server bench's: the long tail of rare words is what makes a real inbox's
+// index large.
 type corpus struct {
-	rng     *rand.Rand
-	vocab   []string
-	cdf     []float64
-	senders []sender
-	start   time.Time
+	*benchkit.Corpus
+	start time.Time // of the two years the mail spans
 }
 
-func newCorpus(seed uint64, nSenders int) *corpus {
-	c := &corpus{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	seen := map[string]bool{}
-	for _, w := range commonWords {
-		if !seen[w] {
-			seen[w] = true
-			c.vocab = append(c.vocab, w)
-		}
-	}
-	// A long tail of made-up words from syllables: rare terms, product names, jargon.
-	syl := strings.Fields("ka lo mi ne ra su to ve xi zo bra cre dri flo gra pli stu tro an el in or un ex ter mon dal fin gor")
-	for len(c.vocab) < 60000 {
-		n := 2 + c.rng.IntN(3)
-		var b strings.Builder
-		for i := 0; i < n; i++ {
-			b.WriteString(syl[c.rng.IntN(len(syl))])
-		}
-		if w := b.String(); !seen[w] {
-			seen[w] = true
-			c.vocab = append(c.vocab, w)
-		}
-	}
-	// Zipf's law with s = 1.07 over the ranks.
-	c.cdf = make([]float64, len(c.vocab))
-	sum := 0.0
-	for i := range c.vocab {
-		sum += 1 / math.Pow(float64(i+1), 1.07)
-		c.cdf[i] = sum
-	}
-	for i := range c.cdf {
-		c.cdf[i] /= sum
-	}
-	for len(c.senders) < nSenders {
-		f, l := firstNames[c.rng.IntN(len(firstNames))], lastNames[c.rng.IntN(len(lastNames))]
-		dom := companies[c.rng.IntN(len(companies))] + "." + tlds[c.rng.IntN(len(tlds))]
-		addr := strings.ToLower(f + "." + l + "@" + dom)
-		if !seen[addr] {
-			seen[addr] = true
-			c.senders = append(c.senders, sender{name: f + " " + l, addr: addr})
-		}
-	}
-	return c
-}
-
-func (c *corpus) word() string {
-	x := c.rng.Float64()
-	lo, hi := 0, len(c.cdf)-1
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if c.cdf[mid] < x {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return c.vocab[lo]
-}
-
-// sender picks senders with a skew: a few correspondents write most of the mail.
-func (c *corpus) sender() sender {
-	i := int(float64(len(c.senders)) * math.Pow(c.rng.Float64(), 2))
-	return c.senders[i]
-}
-
-func (c *corpus) sentence() string {
-	n := 5 + c.rng.IntN(14)
-	words := make([]string, n)
-	for i := range words {
-		words[i] = c.word()
-	}
-	switch c.rng.IntN(12) {
-	case 0:
-		words[c.rng.IntN(n)] = fmt.Sprintf("#%d", 1000+c.rng.IntN(90000))
-	case 1:
-		words[c.rng.IntN(n)] = fmt.Sprintf("$%d.%02d", c.rng.IntN(5000), c.rng.IntN(100))
-	case 2:
-		words[c.rng.IntN(n)] = c.senders[c.rng.IntN(len(c.senders))].addr
-	case 3:
-		words[c.rng.IntN(n)] = "https://" + companies[c.rng.IntN(len(companies))] + ".com/" + c.word() + "/" + c.word()
-	}
-	s := strings.Join(words, " ")
-	return strings.ToUpper(s[:1]) + s[1:] + "."
-}
-
-var subjectTemplates = []string{
+// subjects adds replies and forwards to the everyday templates: prefixes every search
+// index sees in real subjects.
+var subjects = []string{
 	"Invoice %d from %s", "Re: %s", "Fwd: %s", "Meeting about %s", "Your %s order #%d has shipped",
 	"Question about %s", "%s", "Re: Re: %s", "Weekly %s report", "Reminder: %s tomorrow",
 	"[%s] New comment on issue #%d", "Action required: %s", "%s update", "Lunch on %s?",
 }
 
-func (c *corpus) subject() string {
-	words := func(n int) string {
-		w := make([]string, n)
-		for i := range w {
-			w[i] = c.word()
-		}
-		return strings.Join(w, " ")
+func newCorpus(seed uint64, nSenders int) *corpus {
+	return &corpus{
+		Corpus: benchkit.New(benchkit.Config{Seed: seed, Vocabulary: 60000, Senders: nSenders, SenderSkew: 2, Subjects: subjects}),
+		start:  time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
-	t := subjectTemplates[c.rng.IntN(len(subjectTemplates))]
-	switch strings.Count(t, "%") {
-	case 1:
-		return fmt.Sprintf(t, words(2+c.rng.IntN(5)))
-	default:
-		if strings.HasPrefix(t, "Invoice") {
-			return fmt.Sprintf(t, 10000+c.rng.IntN(90000), companies[c.rng.IntN(len(companies))])
-		}
-		return fmt.Sprintf(t, words(1+c.rng.IntN(3)), 100+c.rng.IntN(9000))
-	}
-}
-
-// body returns 1-4 KB of text in paragraphs, signed by the sender.
-func (c *corpus) body(from sender) string {
-	target := 1024 + c.rng.IntN(3072)
-	var b strings.Builder
-	b.WriteString("Hi,\n\n")
-	for b.Len() < target-60 {
-		for i := 0; i < 3 && b.Len() < target-60; i++ {
-			b.WriteString(c.sentence())
-			b.WriteByte(' ')
-		}
-		b.WriteString("\n\n")
-	}
-	b.WriteString("Best,\n" + from.name + "\n")
-	return b.String()
 }
 
 // message is one generated mail.
 type message struct {
-	from        sender
+	from        benchkit.Person
 	to          []string
 	subject     string
 	body        string
@@ -202,29 +48,29 @@ var categories = []string{"billing", "support", "sales", "personal", "notificati
 var urgencies = []string{"low", "normal", "high", "critical"}
 
 func (c *corpus) message(i, n int, to string) message {
-	from := c.sender()
+	from := c.Sender()
 	m := message{
 		from:    from,
 		to:      []string{to},
-		subject: c.subject(),
+		subject: c.Subject(),
 		// Spread over two years, oldest first, with jitter.
-		ts: c.start.Add(time.Duration(float64(i)/float64(n)*2*365*24*float64(time.Hour)) + time.Duration(c.rng.IntN(3600))*time.Second),
+		ts: c.start.Add(time.Duration(float64(i)/float64(n)*2*365*24*float64(time.Hour)) + time.Duration(c.Rng.IntN(3600))*time.Second),
 	}
-	m.body = c.body(from)
-	if c.rng.IntN(5) == 0 {
-		m.to = append(m.to, c.senders[c.rng.IntN(len(c.senders))].addr)
+	m.body = c.Body(from, 1024+c.Rng.IntN(3072), "") // 1-4 KB
+	if c.Rng.IntN(5) == 0 {
+		m.to = append(m.to, c.Senders[c.Rng.IntN(len(c.Senders))].Addr)
 	}
-	if c.rng.IntN(10) == 0 {
-		m.attachments = []string{fmt.Sprintf("%s-%d.pdf", c.word(), c.rng.IntN(1000))}
+	if c.Rng.IntN(10) == 0 {
+		m.attachments = []string{fmt.Sprintf("%s-%d.pdf", c.Word(), c.Rng.IntN(1000))}
 	}
-	if c.rng.IntN(3) > 0 { // two thirds have a complete triage result
-		m.category = categories[c.rng.IntN(len(categories))]
-		v := c.rng.IntN(3)
+	if c.Rng.IntN(3) > 0 { // two thirds have a complete triage result
+		m.category = categories[c.Rng.IntN(len(categories))]
+		v := c.Rng.IntN(3)
 		if v < 2 {
 			b := v == 0
 			m.needsReply = &b
 		}
-		m.urgency = urgencies[c.rng.IntN(len(urgencies))]
+		m.urgency = urgencies[c.Rng.IntN(len(urgencies))]
 	}
 	return m
 }

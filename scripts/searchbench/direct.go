@@ -39,7 +39,7 @@ func runDirect(n int, dir string) error {
 		m := c.message(i, n, "bench@inboxd.test")
 		bodyBytes += len(m.body)
 		d := &search.Doc{ID: int64(i + 1), Inbox: 1, TS: m.ts.UnixMilli(), Subject: m.subject,
-			From: m.from.name + " <" + m.from.addr + ">", To: m.to, Body: m.body, Attachments: m.attachments,
+			From: m.from.Name + " <" + m.from.Addr + ">", To: m.to, Body: m.body, Attachments: m.attachments,
 			Category: m.category, Urgency: m.urgency}
 		bt.Put(d)
 		if bt.Len() == batchN {

@@ -53,7 +53,7 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 		m := c.message(i, n, benchInbox)
 		bodies += int64(len(m.body))
 		nm := db.NewMessage{InboxID: in.ID, MessageID: fmt.Sprintf("<bench-%d@%s>", i, "inboxd.test"), Direction: db.Received,
-			From: m.from.addr, To: m.to, Subject: m.subject, Text: m.body, Preview: m.body[:80], Timestamp: m.ts,
+			From: m.from.Addr, To: m.to, Subject: m.subject, Text: m.body, Preview: m.body[:80], Timestamp: m.ts,
 			Labels: db.InitialLabels(db.Received, false, nil)}
 		for _, a := range m.attachments {
 			nm.Attachments = append(nm.Attachments, db.NewAttachment{Filename: a, ContentType: "application/pdf", Content: []byte("%PDF-1.4 bench")})
@@ -150,9 +150,9 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 	// Queries use the vocabulary and senders of the generated mail (seed 1) and a random
 	// stream of their own; phrases are cut from bodies in the database.
 	c := newCorpus(1, 300)
-	c.rng = rand.New(rand.NewPCG(2, 2^0x9e3779b97f4a7c15))
+	c.Rng = rand.New(rand.NewPCG(2, 2^0x9e3779b97f4a7c15))
 	qs := c.queries(perKind)
-	if qs["phrase"], err = bodyPhrases(ctx, store, c.rng, perKind); err != nil {
+	if qs["phrase"], err = bodyPhrases(ctx, store, c.Rng, perKind); err != nil {
 		return err
 	}
 	for _, q := range qs["one"][:50] {

@@ -51,15 +51,15 @@ func main() {
 // names, and very common words. Phrases cut from real bodies come from bodyPhrases.
 func (c *corpus) queries(n int) map[string][]string {
 	out := map[string][]string{}
-	content := c.vocab[60:3000]
+	content := c.Vocab[60:3000]
 	for i := 0; i < n; i++ {
-		out["one"] = append(out["one"], content[c.rng.IntN(len(content))])
-		out["two"] = append(out["two"], content[c.rng.IntN(len(content))]+" "+content[c.rng.IntN(len(content))])
-		s := strings.Fields(strings.TrimSuffix(c.sentence(), "."))
-		j := c.rng.IntN(len(s) - 2)
-		out["rphrase"] = append(out["rphrase"], `"`+strings.ToLower(strings.Join(s[j:j+2+c.rng.IntN(2)], " "))+`"`)
-		out["from"] = append(out["from"], "from:"+strings.Fields(c.senders[c.rng.IntN(len(c.senders))].name)[1])
-		out["common"] = append(out["common"], c.vocab[c.rng.IntN(60)])
+		out["one"] = append(out["one"], content[c.Rng.IntN(len(content))])
+		out["two"] = append(out["two"], content[c.Rng.IntN(len(content))]+" "+content[c.Rng.IntN(len(content))])
+		s := strings.Fields(strings.TrimSuffix(c.Sentence(), "."))
+		j := c.Rng.IntN(len(s) - 2)
+		out["rphrase"] = append(out["rphrase"], `"`+strings.ToLower(strings.Join(s[j:j+2+c.Rng.IntN(2)], " "))+`"`)
+		out["from"] = append(out["from"], "from:"+strings.Fields(c.Senders[c.Rng.IntN(len(c.Senders))].Name)[1])
+		out["common"] = append(out["common"], c.Vocab[c.Rng.IntN(60)])
 	}
 	return out
 }

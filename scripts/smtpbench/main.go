@@ -15,24 +15,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 func main() {
@@ -66,7 +62,7 @@ func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc in
 	} else {
 		fmt.Println("working directory:", dir)
 	}
-	dns, stopDNS, err := fakeDNS()
+	dns, stopDNS, err := benchkit.FakeDNS()
 	if err != nil {
 		return err
 	}
@@ -77,10 +73,11 @@ func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc in
 	}
 	defer srv.stop()
 
+	ctx := context.Background()
 	var rcpts []string
 	for i := range inboxes {
 		addr := fmt.Sprintf("in%d@inboxd.test", i)
-		if err := srv.api("POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("in%d", i)}, nil); err != nil {
+		if err := srv.api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("in%d", i)}, nil); err != nil {
 			return err
 		}
 		rcpts = append(rcpts, addr)
@@ -91,7 +88,7 @@ func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc in
 		}
 	}
 	if sends > 0 {
-		if err := benchSends(srv, sends, sendConc); err != nil {
+		if err := benchSends(ctx, srv.api, sends, sendConc); err != nil {
 			return err
 		}
 	}
@@ -99,12 +96,10 @@ func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc in
 }
 
 type server struct {
-	cmd       *exec.Cmd
-	base      string
-	smtp      string
-	key       string
-	logFile   *os.File
-	transport *http.Client
+	cmd     *exec.Cmd
+	smtp    string
+	logFile *os.File
+	api     *benchkit.API
 }
 
 var (
@@ -129,25 +124,25 @@ func start(bin, dir, dns string, extra []string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, logFile: logf, transport: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	s := &server{cmd: cmd, logFile: logf, api: &benchkit.API{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}}
 	sc := bufio.NewScanner(out)
 	deadline := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 	for sc.Scan() {
 		line := sc.Text()
 		if k := keyRE.FindString(line); k != "" {
-			s.key = k
+			s.api.Key = k
 		}
 		if m := smtpRE.FindStringSubmatch(line); m != nil {
 			s.smtp = m[1]
 			break
 		}
 		if m := listenRE.FindStringSubmatch(line); m != nil {
-			s.base = "http://" + m[1]
+			s.api.Base = "http://" + m[1]
 		}
 	}
 	deadline.Stop()
 	go io.Copy(io.Discard, out)
-	if s.smtp == "" || s.base == "" || s.key == "" {
+	if s.smtp == "" || s.api.Base == "" || s.api.Key == "" {
 		s.stop()
 		return nil, fmt.Errorf("server did not start; see %s", logf.Name())
 	}
@@ -167,59 +162,16 @@ func (s *server) stop() {
 	s.logFile.Close()
 }
 
-func (s *server) api(method, path string, body any, out any) error {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.base+path, r)
-	req.Header.Set("Authorization", "Bearer "+s.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := s.transport.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 {
-		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
 // message returns a realistic message of about size bytes: a mail client's headers, a
 // text body, and for one message in four a reply to an earlier one (threading work).
 func message(i, size int, rcpt string, rng *rand.Rand) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Return-Path: <sender%d@customer.example>\r\n", i%300)
-	fmt.Fprintf(&b, "From: \"Customer %d\" <sender%d@customer.example>\r\n", i%300, i%300)
-	fmt.Fprintf(&b, "To: <%s>\r\n", rcpt)
-	fmt.Fprintf(&b, "Subject: Order %d: question about delivery\r\n", i)
-	fmt.Fprintf(&b, "Date: %s\r\n", time.Now().Format(time.RFC1123Z))
-	fmt.Fprintf(&b, "Message-ID: <bench-%d-%d@customer.example>\r\n", i, rng.Int64())
-	if i > 4 && i%4 == 0 {
-		fmt.Fprintf(&b, "In-Reply-To: <bench-%d@customer.example>\r\nReferences: <bench-%d@customer.example>\r\n", i-4, i-4)
-	}
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+	fmt.Fprintf(&b, "Return-Path: <sender%d@%s>\r\n", i%300, benchkit.SenderDomain)
+	id := fmt.Sprintf("bench-%d-%d", i, rng.Int64())
+	benchkit.WriteIngestHeader(&b, i, rcpt, fmt.Sprintf("Order %d: question about delivery", i), time.Now(), id,
+		func(j int) string { return fmt.Sprintf("bench-%d", j) })
 	words := []string{"order", "delivery", "invoice", "thanks", "please", "package", "tracking", "refund", "today", "tomorrow", "address", "café"}
-	line := 0
-	for b.Len() < size {
-		w := words[rng.IntN(len(words))]
-		b.WriteString(w)
-		line += len(w) + 1
-		if line > 70 {
-			b.WriteString("\r\n")
-			line = 0
-		} else {
-			b.WriteByte(' ')
-		}
-	}
+	benchkit.WriteWrapped(&b, size, func() string { return words[rng.IntN(len(words))] })
 	b.WriteString("\r\n")
 	return b.Bytes()
 }
@@ -232,214 +184,32 @@ func benchSMTP(addr string, rcpts []string, n, conns, size int) error {
 		to[i] = rcpts[i%len(rcpts)]
 		msgs[i] = message(i, size, to[i], rng)
 	}
-	var next atomic.Int64
-	lat := make([][]time.Duration, conns)
-	errs := make(chan error, conns)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := dialPipelined(addr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer s.close()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				t := time.Now()
-				if err := s.send("sender@customer.example", to[i], msgs[i]); err != nil {
-					errs <- fmt.Errorf("message %d: %w", i, err)
-					return
-				}
-				lat[c] = append(lat[c], time.Since(t))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	for err := range errs {
-		return err
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	fmt.Printf("SMTP ingest: %d messages of ~%d bytes over %d pipelined connections in %.2f s = %.0f messages/s (latency p50 %.1f ms, p99 %.1f ms)\n",
-		n, size, conns, elapsed.Seconds(), float64(n)/elapsed.Seconds(), ms(pct(all, 50)), ms(pct(all, 99)))
-	return nil
-}
-
-func benchSends(s *server, sends, conc int) error {
-	// The send limit is 250 per inbox in 24 h, so the sends come from several inboxes.
-	senders := (sends + 199) / 200
-	for i := range senders {
-		if err := s.api("POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("sender%d", i)}, nil); err != nil {
-			return err
-		}
-	}
-	if err := s.api("POST", "/v1/inboxes", map[string]any{"username": "target"}, nil); err != nil {
-		return err
-	}
-	var next atomic.Int64
-	errs := make(chan error, conc)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= sends {
-					return
-				}
-				body := map[string]any{"to": []string{"target@inboxd.test"}, "subject": fmt.Sprintf("Bench %d", i),
-					"text": "Hello from the benchmark. " + strings.Repeat("Some more words. ", 20), "idempotencyKey": fmt.Sprintf("bench-%d", i)}
-				if err := s.api("POST", fmt.Sprintf("/v1/inboxes/sender%d%%40inboxd.test/messages/send", i%senders), body, nil); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	accepted := time.Since(start)
-	close(errs)
-	for err := range errs {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		got, err := count(s, "target%40inboxd.test")
-		if err != nil {
-			return err
-		}
-		if got >= sends {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("only %d of %d sends delivered after 60 s", got, sends)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	all := time.Since(start)
-	fmt.Printf("API sends to a local inbox: %d sends (%d concurrent) accepted in %.2f s, all delivered into the inbox after %.2f s\n",
-		sends, conc, accepted.Seconds(), all.Seconds())
-	return nil
-}
-
-// count pages through an inbox's messages.
-func count(s *server, inbox string) (int, error) {
-	n, token := 0, ""
-	for {
-		var page struct {
-			Messages      []json.RawMessage `json:"messages"`
-			NextPageToken string            `json:"nextPageToken"`
-		}
-		path := "/v1/inboxes/" + inbox + "/messages?limit=100"
-		if token != "" {
-			path += "&pageToken=" + token
-		}
-		if err := s.api("GET", path, nil, &page); err != nil {
-			return 0, err
-		}
-		n += len(page.Messages)
-		if page.NextPageToken == "" {
-			return n, nil
-		}
-		token = page.NextPageToken
-	}
-}
-
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	return d[min(len(d)-1, len(d)*p/100)]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// pipelined is an SMTP client that pipelines (RFC 2920) as Postfix and Exim do: MAIL,
-// RCPT and DATA go in one write, then the message, so a message costs two round trips.
-type pipelined struct {
-	conn net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
-}
-
-func dialPipelined(addr string) (*pipelined, error) {
-	conn, err := net.Dial("tcp", addr)
+	res, err := benchkit.Ingest(addr, msgs, to, conns, 0)
 	if err != nil {
-		return nil, err
-	}
-	p := &pipelined{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn)}
-	if _, err := p.reply(220); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	p.w.WriteString("EHLO bench.example\r\n")
-	p.w.Flush()
-	ext, err := p.reply(250)
-	if err != nil || !strings.Contains(ext, "PIPELINING") {
-		conn.Close()
-		return nil, fmt.Errorf("EHLO: no PIPELINING (%v)", err)
-	}
-	return p, nil
-}
-
-func (p *pipelined) send(from, to string, msg []byte) error {
-	fmt.Fprintf(p.w, "MAIL FROM:<%s>\r\nRCPT TO:<%s>\r\nDATA\r\n", from, to)
-	if err := p.w.Flush(); err != nil {
 		return err
 	}
-	for _, code := range []int{250, 250, 354} {
-		if _, err := p.reply(code); err != nil {
+	fmt.Printf("SMTP ingest: %d messages of ~%d bytes over %d pipelined connections in %.2f s = %.0f messages/s (latency p50 %.1f ms, p99 %.1f ms)\n",
+		res.N, size, conns, res.Elapsed.Seconds(), res.Rate(), benchkit.Ms(res.P50), benchkit.Ms(res.P99))
+	return nil
+}
+
+func benchSends(ctx context.Context, api *benchkit.API, sends, conc int) error {
+	// The send limit is 250 per inbox in 24 h, so the sends come from several inboxes.
+	var senders []string
+	for i := range (sends + 199) / 200 {
+		if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("sender%d", i)}, nil); err != nil {
 			return err
 		}
+		senders = append(senders, fmt.Sprintf("sender%d@inboxd.test", i))
 	}
-	// Dot-stuffing: the generated messages have no line starting with ".".
-	p.w.Write(msg)
-	p.w.WriteString(".\r\n")
-	if err := p.w.Flush(); err != nil {
+	if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": "target"}, nil); err != nil {
 		return err
 	}
-	_, err := p.reply(250)
-	return err
-}
-
-// reply reads one reply, which may span lines, and checks its code.
-func (p *pipelined) reply(want int) (string, error) {
-	var all strings.Builder
-	for {
-		line, err := p.r.ReadString('\n')
-		if err != nil {
-			return "", err
-		}
-		all.WriteString(line)
-		if len(line) < 4 {
-			return "", fmt.Errorf("bad reply %q", line)
-		}
-		if line[3] == ' ' {
-			if !strings.HasPrefix(line, strconv.Itoa(want)) {
-				return "", fmt.Errorf("want %d, got %q", want, strings.TrimSpace(line))
-			}
-			return all.String(), nil
-		}
+	res, err := api.Sends(ctx, senders, "target@inboxd.test", "Hello from the benchmark. "+strings.Repeat("Some more words. ", 20), sends, conc)
+	if err != nil {
+		return err
 	}
-}
-
-func (p *pipelined) close() {
-	p.w.WriteString("QUIT\r\n")
-	p.w.Flush()
-	p.conn.Close()
+	fmt.Printf("API sends to a local inbox: %d sends (%d concurrent) accepted in %.2f s, all delivered into the inbox after %.2f s\n",
+		sends, conc, res.Accepted.Seconds(), res.Delivered.Seconds())
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"net"
@@ -7,11 +7,15 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// fakeDNS answers the server's SPF, DKIM and DMARC queries the way a local caching
-// resolver in front of a real MX would: at once. The benchmark's senders publish SPF
-// (allowing 127.0.0.1) and a DMARC policy; every other name does not exist. Without it
-// the benchmark would measure the sandbox's upstream DNS, not inboxd.
-func fakeDNS() (addr string, stop func(), err error) {
+// SenderDomain is the domain the ingest mail comes from: the fake DNS publishes SPF for it
+// (allowing 127.0.0.1) and a DMARC policy, so the server's checks pass as for real mail.
+const SenderDomain = "customer.example"
+
+// FakeDNS answers the server's SPF, DKIM and DMARC queries the way a local caching
+// resolver in front of a real MX would: at once. SenderDomain has its records; every other
+// name does not exist. Without it a benchmark would measure the machine's upstream DNS,
+// not inboxd.
+func FakeDNS() (addr string, stop func(), err error) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -23,7 +27,7 @@ func fakeDNS() (addr string, stop func(), err error) {
 			if err != nil {
 				return
 			}
-			if out := answer(buf[:n]); out != nil {
+			if out := dnsAnswer(buf[:n]); out != nil {
 				pc.WriteTo(out, from)
 			}
 		}
@@ -32,11 +36,13 @@ func fakeDNS() (addr string, stop func(), err error) {
 }
 
 var txtRecords = map[string]string{
-	"customer.example.":        "v=spf1 ip4:127.0.0.1 -all",
-	"_dmarc.customer.example.": "v=DMARC1; p=none",
+	SenderDomain + ".":             "v=spf1 ip4:127.0.0.1 -all",
+	"_dmarc." + SenderDomain + ".": "v=DMARC1; p=none",
 }
 
-func answer(q []byte) []byte {
+// dnsAnswer answers one query: its TXT record, an empty answer for another type of a known
+// name, NXDOMAIN otherwise; nil for a packet it cannot parse (the client retries).
+func dnsAnswer(q []byte) []byte {
 	var p dnsmessage.Parser
 	h, err := p.Start(q)
 	if err != nil {
