@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/mattn/go-sqlite3"
 )
 
 // A message's text, HTML and raw RFC 5322 bytes are stored together in messages.body,
@@ -33,21 +32,6 @@ const (
 	splitAbove  = 64 << 10 // raw bytes past which they get a frame of their own
 	minCompress = 64       // smaller bodies are stored as they are
 )
-
-// driverName is go-sqlite3 with the functions the schema uses.
-const driverName = "sqlite3_inboxd"
-
-func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		if err := c.RegisterFunc("inboxd_body_text", sqlBodyText, true); err != nil {
-			return err
-		}
-		if err := c.RegisterFunc("inboxd_pack_json", sqlPackJSON, true); err != nil {
-			return err
-		}
-		return c.RegisterFunc("inboxd_pack_body", sqlPackBody, true)
-	}})
-}
 
 // sqlBodyText is inboxd_body_text(body): the text of a packed body ("" for NULL).
 func sqlBodyText(v any) (string, error) {

@@ -41,9 +41,10 @@ type Store struct {
 	tokenKey    []byte // signs page tokens
 	downloadKey []byte // signs attachment download URLs
 
-	writes  writeQueue // writes waiting for the committer (write.go)
-	auth    authCache  // resolved API keys (keys.go)
-	inboxes inboxCache // inboxes by address (inboxes.go)
+	writes  writeQueue    // writes waiting for the committer (write.go)
+	ckpt    *checkpointer // copies the WAL back into the database (checkpoint.go)
+	auth    authCache     // resolved API keys (keys.go)
+	inboxes inboxCache    // inboxes by address (inboxes.go)
 }
 
 // Open opens (creating if needed) the database at path and brings its schema up to date.
@@ -76,9 +77,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("db: migrate %s: %w", path, err)
 	}
+	if err := s.startCheckpointer(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
 	r, err := sql.Open(driverName, base+"?mode=ro&"+common)
 	if err != nil {
-		w.Close()
+		s.Close()
 		return nil, err
 	}
 	r.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
@@ -101,9 +106,8 @@ func (s *Store) Close() error {
 	if s.r != nil {
 		err = s.r.Close()
 	}
-	if e := s.w.Close(); e != nil && err == nil {
-		err = e
-	}
+	// The writer closes last: as the last connection, it checkpoints what is left.
+	err = errors.Join(err, s.ckpt.close(), s.w.Close())
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,8 +14,8 @@ import (
 	qt "github.com/frankban/quicktest"
 )
 
-// groupOf runs fns as concurrent writes that share one transaction: a first write holds
-// the committer until all of them are queued behind it.
+// groupOf runs fns as concurrent writes that share one transaction, in the order given: a
+// first write holds the committer until all of them are queued behind it.
 func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
 	t.Helper()
 	hold, held := make(chan struct{}), make(chan struct{})
@@ -32,18 +33,19 @@ func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
 			defer wg.Done()
 			errs[i] = s.write(context.Background(), fn)
 		}()
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		s.writes.mu.Lock()
-		n := len(s.writes.pending)
-		s.writes.mu.Unlock()
-		if n == len(fns) {
-			break
+		// One at a time, so they queue (and run) in the order given.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			s.writes.mu.Lock()
+			n := len(s.writes.pending)
+			s.writes.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d writes queued", n, i+1)
+			}
+			time.Sleep(100 * time.Microsecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d writes queued", n, len(fns))
-		}
-		time.Sleep(time.Millisecond)
 	}
 	close(hold)
 	wg.Wait()
@@ -118,4 +120,35 @@ func TestGroupedWritesShareCommits(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 	}
 	c.Assert(settingsNamed(t, s, names...), qt.HasLen, len(names))
+}
+
+func TestCheckpointerCopiesTheWAL(t *testing.T) {
+	c := qt.New(t)
+	path := filepath.Join(t.TempDir(), "w.db")
+	s, err := Open(context.Background(), path, Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+
+	// No commit checkpoints by itself: only the checkpointer moves these 8 MB from the
+	// WAL into the database file.
+	blob := make([]byte, 64<<10)
+	for i := range 128 {
+		err := s.write(context.Background(), func(tx *sql.Tx) error {
+			_, err := tx.Exec("INSERT INTO settings(name, value) VALUES (?, ?)", fmt.Sprintf("blob%d", i), blob)
+			return err
+		})
+		c.Assert(err, qt.IsNil)
+	}
+	deadline := time.Now().Add(10 * checkpointEvery)
+	for {
+		st, err := os.Stat(path)
+		c.Assert(err, qt.IsNil)
+		if st.Size() > 8<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database file is %d bytes after %v: the WAL was not checkpointed", st.Size(), 10*checkpointEvery)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
