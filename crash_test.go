@@ -205,6 +205,101 @@ func (r *rig) stop(p *proc) {
 	r.integrity()
 }
 
+// fanOut shares items among n workers, round robin, runs work for each worker's share in
+// a goroutine of its own and returns when all have. Every worker runs, with a share or
+// without.
+func fanOut[T any](n int, items []T, work func(w int, mine []T)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		var mine []T
+		for i := w; i < len(items); i += n {
+			mine = append(mine, items[i])
+		}
+		wg.Go(func() { work(w, mine) })
+	}
+	wg.Wait()
+}
+
+// resends are the clients of a scenario that repeat what got no answer: what a client
+// sent when the server was killed goes back in the queue, and after the restart the next
+// run sends it again before anything new, as an MTA or a client with an idempotency key
+// does.
+type resends[T any] struct {
+	clients int
+	fresh   func(w int) (T, bool) // client w's next new item; false: no more
+	mu      sync.Mutex
+	pending []T // sent without an answer, to send again
+}
+
+// run shares the pending items among the clients of server p and runs them until stop is
+// closed.
+func (q *resends[T]) run(p *proc, stop <-chan struct{}, client func(p *proc, b *batch[T])) {
+	q.mu.Lock()
+	retry := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+	fanOut(q.clients, retry, func(w int, mine []T) {
+		client(p, &batch[T]{q: q, w: w, stop: stop, rest: mine})
+	})
+}
+
+// last runs the clients once more after the loop, with nothing new to send: it sends
+// again what the last kill interrupted, and nothing may be left without an answer.
+func (q *resends[T]) last(t *testing.T, p *proc, client func(p *proc, b *batch[T])) {
+	t.Helper()
+	closed := make(chan struct{})
+	close(closed)
+	q.run(p, closed, client)
+	qt.Assert(t, q.pending, qt.HasLen, 0)
+}
+
+// batch is one client's items in one run: its share of the resends, then new ones.
+type batch[T any] struct {
+	q       *resends[T]
+	w       int
+	stop    <-chan struct{}
+	rest    []T // resends not handed out yet
+	cur     T
+	handing bool // cur is handed out and not answered yet
+}
+
+// next returns the client's next item: a resend, else a new one while stop is open. It
+// returns false when the client is done: stop is closed, or there is nothing new to send
+// (then after stop closes, at the kill).
+func (b *batch[T]) next() (T, bool) {
+	var zero T
+	b.cur, b.handing = zero, false
+	if len(b.rest) > 0 {
+		b.cur, b.rest, b.handing = b.rest[0], b.rest[1:], true
+		return b.cur, true
+	}
+	select {
+	case <-b.stop:
+		return zero, false
+	default:
+	}
+	item, ok := b.q.fresh(b.w)
+	if !ok {
+		<-b.stop // enough sent: wait for the kill
+		return zero, false
+	}
+	b.cur, b.handing = item, true
+	return item, true
+}
+
+// unanswered puts the item in hand, if any, and the resends not handed out yet back in
+// the queue: the server is gone, the client stops.
+func (b *batch[T]) unanswered() {
+	b.q.mu.Lock()
+	defer b.q.mu.Unlock()
+	if b.handing {
+		b.q.pending = append(b.q.pending, b.cur)
+	}
+	b.q.pending = append(b.q.pending, b.rest...)
+	var zero T
+	b.cur, b.handing, b.rest = zero, false, nil
+}
+
 // call is one API request. A transport error (the server was killed) is returned, not
 // fatal; a 5xx answer is a test failure: a dying server closes connections, it does not
 // answer 500.
@@ -429,9 +524,9 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 	}
 	var mu sync.Mutex
 	acked := map[string]message{}
-	var pending []message // sent without an answer: retried after the restart
 	n := 0
-	newMessage := func(w int) message {
+	// Three clients; what got no answer is retried after the restart.
+	q := &resends[message]{clients: 3, fresh: func(w int) (message, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
@@ -441,11 +536,11 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 		}
 		m.data = "From: ann@customer.example\r\nTo: " + strings.Join(m.rcpts, ", ") + "\r\nSubject: ingest " + m.id +
 			"\r\nMessage-ID: " + m.id + "\r\n\r\ncrashingest\r\n" + strings.Repeat("A line of text to give the message a realistic size.\r\n", 40)
-		return m
-	}
+		return m, true
+	}}
 	// atomic checks that each message in flight at the kill is in every inbox or in none.
 	atomic := func(p *proc) {
-		for _, m := range pending {
+		for _, m := range q.pending {
 			if len(m.rcpts) < 2 {
 				continue
 			}
@@ -460,34 +555,16 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 			}
 		}
 	}
-	work := func(p *proc, stop <-chan struct{}, w int, retry []message) {
+	work := func(p *proc, b *batch[message]) {
 		cl, err := smtpDial(p.smtp)
 		if err != nil {
-			mu.Lock()
-			pending = append(pending, retry...)
-			mu.Unlock()
+			b.unanswered()
 			return
 		}
 		defer cl.Close()
-		for i := 0; ; i++ {
-			var m message
-			if i < len(retry) {
-				m = retry[i]
-			} else {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				m = newMessage(w)
-			}
+		for m, ok := b.next(); ok; m, ok = b.next() {
 			if err := cl.SendMail("ann@customer.example", m.rcpts, strings.NewReader(m.data)); err != nil {
-				mu.Lock()
-				pending = append(pending, m)
-				if i < len(retry) {
-					pending = append(pending, retry[i+1:]...)
-				}
-				mu.Unlock()
+				b.unanswered()
 				if code := smtpCode(err); code >= 500 {
 					t.Errorf("%s: %v", m.id, err)
 				}
@@ -498,30 +575,11 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	run := func(p *proc, stop <-chan struct{}) {
-		mu.Lock()
-		retry := pending
-		pending = nil
-		mu.Unlock()
-		var wg sync.WaitGroup
-		for w := range 3 {
-			var mine []message
-			for i := w; i < len(retry); i += 3 {
-				mine = append(mine, retry[i])
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); work(p, stop, w, mine) }()
-		}
-		wg.Wait()
-	}
-	r.loop(300*time.Millisecond, atomic, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop) })
+	r.loop(300*time.Millisecond, atomic, func(p *proc, cycle int, stop <-chan struct{}) { q.run(p, stop, work) })
 
 	p := r.start()
 	atomic(p)
-	closed := make(chan struct{})
-	close(closed)
-	run(p, closed) // the retries of what the last kill interrupted
-	qt.Assert(t, pending, qt.HasLen, 0)
+	q.last(t, p, work) // the retries of what the last kill interrupted
 	for _, inbox := range []string{"sink@inboxd.test", "agent@inboxd.test"} {
 		stored := map[string]int{}
 		for _, m := range r.messages(p, inbox) {
@@ -614,9 +672,9 @@ func TestCrashLoopAPISends(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]string{} // key -> messageId
 	from := map[string]string{}  // key -> sender inbox
-	var pending []send
 	n := 0
-	newSend := func() (send, bool) {
+	// Three clients; what got no answer is sent again after the restart, same key.
+	q := &resends[send]{clients: 3, fresh: func(int) (send, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if n >= maxSends {
@@ -628,36 +686,16 @@ func TestCrashLoopAPISends(t *testing.T) {
 			"text": "crashsend body of " + s.key, "idempotencyKey": s.key}
 		from[s.key] = s.from
 		return s, true
-	}
-	work := func(p *proc, stop <-chan struct{}, retry []send) {
-		for i := 0; ; i++ {
-			var s send
-			if i < len(retry) {
-				s = retry[i]
-			} else {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var more bool
-				if s, more = newSend(); !more {
-					<-stop // enough sends: wait for the kill
-					return
-				}
-			}
+	}}
+	work := func(p *proc, b *batch[send]) {
+		for s, ok := b.next(); ok; s, ok = b.next() {
 			var res struct {
 				MessageID    string `json:"messageId"`
 				Deduplicated bool   `json:"deduplicated"`
 			}
 			status, err := r.call(p, "POST", inboxURL(s.from)+"/messages/send", s.body, &res)
 			if err != nil {
-				mu.Lock()
-				pending = append(pending, s)
-				if i < len(retry) {
-					pending = append(pending, retry[i+1:]...)
-				}
-				mu.Unlock()
+				b.unanswered()
 				return
 			}
 			if status != 200 {
@@ -672,29 +710,10 @@ func TestCrashLoopAPISends(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	run := func(p *proc, stop <-chan struct{}) {
-		mu.Lock()
-		retry := pending
-		pending = nil
-		mu.Unlock()
-		var wg sync.WaitGroup
-		for w := range 3 {
-			var mine []send
-			for i := w; i < len(retry); i += 3 {
-				mine = append(mine, retry[i])
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); work(p, stop, mine) }()
-		}
-		wg.Wait()
-	}
-	r.loop(300*time.Millisecond, nil, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop) })
+	r.loop(300*time.Millisecond, nil, func(p *proc, cycle int, stop <-chan struct{}) { q.run(p, stop, work) })
 
 	p := r.start()
-	closed := make(chan struct{})
-	close(closed)
-	run(p, closed)
-	qt.Assert(t, pending, qt.HasLen, 0)
+	q.last(t, p, work)
 	r.drain(p)
 
 	sent := map[string]int{} // key -> sent copies
@@ -873,16 +892,7 @@ func TestCrashLoopLabels(t *testing.T) {
 		}
 	}
 	r.loop(300*time.Millisecond, check, func(p *proc, cycle int, stop <-chan struct{}) {
-		var wg sync.WaitGroup
-		for w := range 3 {
-			var mine []*unit
-			for i := w; i < len(units); i += 3 {
-				mine = append(mine, units[i])
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); work(p, stop, mine) }()
-		}
-		wg.Wait()
+		fanOut(3, units, func(w int, mine []*unit) { work(p, stop, mine) })
 	})
 
 	p := r.start()
@@ -1078,16 +1088,8 @@ func TestCrashLoopInboxDelete(t *testing.T) {
 		left := leftovers
 		leftovers = nil
 		var wg sync.WaitGroup
-		for w := range 2 {
-			var mine []*inbox
-			for i := w; i < len(left); i += 2 {
-				mine = append(mine, left[i])
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); lifecycle(p, stop, fmt.Sprintf("d%dw%d", cycle, w), mine) }()
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); keep(p, stop, cycle) }()
+		wg.Go(func() { keep(p, stop, cycle) })
+		fanOut(2, left, func(w int, mine []*inbox) { lifecycle(p, stop, fmt.Sprintf("d%dw%d", cycle, w), mine) })
 		wg.Wait()
 	}
 	r.loop(300*time.Millisecond, check, func(p *proc, cycle int, stop <-chan struct{}) { run(p, stop, cycle) })

@@ -197,11 +197,42 @@ type Main struct {
 	smtpLn   net.Listener
 	smtpDone chan struct{}
 	search   *search.Indexer
-	relay    *mail.Relay
 
 	triageDone chan struct{}
 	pprofLn    net.Listener
+
+	// closers release what Run acquired: Run runs them when it fails part way, Close
+	// once the server runs.
+	closers closers
 }
+
+// closers is a list of release functions, run last first.
+type closers []func() error
+
+// add registers f and returns its place in the list, for handOff.
+func (c *closers) add(f func() error) int {
+	*c = append(*c, f)
+	return len(*c) - 1
+}
+
+// handOff drops the closer at i: what it released now belongs to something that has
+// its own closer (a listener to the server that serves it).
+func (c *closers) handOff(i int) { (*c)[i] = func() error { return nil } }
+
+// close runs every closer once, last first, and returns the first error.
+func (c *closers) close() error {
+	var err error
+	for i := len(*c) - 1; i >= 0; i-- {
+		if e := (*c)[i](); err == nil {
+			err = e
+		}
+	}
+	*c = nil
+	return err
+}
+
+// ignoreErr adapts a release function whose error Close does not report.
+func ignoreErr(f func() error) func() error { return func() error { f(); return nil } }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
@@ -253,8 +284,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // Run opens the database, loads fixtures, and starts serving; it returns once the server
-// listens. Close stops it.
-func (m *Main) Run(ctx context.Context) error {
+// listens. Close stops it. When Run fails it has released what it acquired.
+func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Log == nil {
 		m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -265,6 +296,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if !schema.ValidEmail("postmaster@" + m.Domain) {
 		return usageError{fmt.Sprintf("--domain %q is not a domain name with a dotted label and a TLD", m.Domain)}
 	}
+	defer func() {
+		if err != nil {
+			m.closers.close() // the error that stopped Run is the one reported
+		}
+	}()
 	outbound, tlsConfig, err := m.mailConfig()
 	if err != nil {
 		return err
@@ -281,6 +317,7 @@ func (m *Main) Run(ctx context.Context) error {
 		if m.pprofLn, err = startPprof(m.PProf); err != nil {
 			return usageError{err.Error()}
 		}
+		m.closers.add(ignoreErr(m.pprofLn.Close))
 		fmt.Fprintf(m.Stdout, "profiles at http://%s/debug/pprof/\n", m.pprofLn.Addr())
 	}
 	store, err := db.Open(ctx, m.DBPath, db.Options{})
@@ -288,25 +325,23 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.store = store
+	m.closers.add(store.Close)
 	if err := m.seed(ctx); err != nil {
-		store.Close()
 		return err
 	}
 	if err := m.operator(ctx); err != nil {
-		store.Close()
 		return err
 	}
 	v, err := schema.New()
 	if err != nil {
-		store.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", m.HTTPAddr)
 	if err != nil {
-		store.Close()
 		return err
 	}
 	m.listener = ln
+	listeners := []int{m.closers.add(ln.Close)}
 	if m.BaseURL == "" {
 		m.BaseURL = "http://" + ln.Addr().String()
 	}
@@ -317,31 +352,20 @@ func (m *Main) Run(ctx context.Context) error {
 	svc.NoTriage = analyzer == nil
 	if m.SMTPAddr != "" {
 		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
-			ln.Close()
-			store.Close()
 			return err
 		}
+		listeners = append(listeners, m.closers.add(m.smtpLn.Close))
 		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
 	if err := m.search.Start(ctx); err != nil {
-		ln.Close()
-		if m.smtpLn != nil {
-			m.smtpLn.Close()
-		}
-		store.Close()
 		return err
 	}
+	m.closers.add(m.search.Close)
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
 		Metrics: metrics, MetricsToken: m.MetricsToken}, m.Log)
 	if err != nil {
-		m.search.Close()
-		ln.Close()
-		if m.smtpLn != nil {
-			m.smtpLn.Close()
-		}
-		store.Close()
 		return err
 	}
 	m.http = &http.Server{
@@ -352,6 +376,12 @@ func (m *Main) Run(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20, // long query strings reach the validator and get a 422 naming the parameter
 	}
+	// Nothing fails from here. The servers own their listeners (their Shutdown closes
+	// them), and stopServing, run first by Close, drains them and stops the workers.
+	for _, i := range listeners {
+		m.closers.handOff(i)
+	}
+	m.closers.add(m.stopServing)
 	workCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.done = make(chan struct{}, 2)
@@ -391,7 +421,8 @@ func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
 		if err != nil {
 			return out, nil, usageError{"--relay: " + err.Error()}
 		}
-		m.relay, out.Transport = r, r
+		out.Transport = r
+		m.closers.add(ignoreErr(r.Close))
 		m.Log.Info("outbound mail goes through the relay", "relay", r.String())
 	} else {
 		m.Log.Info("no --relay: mail to recipients outside this server is recorded delivered with provider sink and not sent (the test-double mode)")
@@ -490,8 +521,13 @@ func (m *Main) SMTPAddrListening() string {
 // Addr is the address the HTTP server listens on.
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
-// Close drains in-flight requests (bounded), stops the workers and closes the database.
-func (m *Main) Close() error {
+// Close drains in-flight requests (bounded), stops the workers and closes the search
+// index, the database and the rest of what Run acquired, last first.
+func (m *Main) Close() error { return m.closers.close() }
+
+// stopServing drains in-flight HTTP requests and SMTP sessions (bounded) and stops the
+// workers.
+func (m *Main) stopServing() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err := m.http.Shutdown(ctx)
@@ -507,20 +543,6 @@ func (m *Main) Close() error {
 	<-m.done
 	if m.triageDone != nil {
 		<-m.triageDone
-	}
-	if m.relay != nil {
-		m.relay.Close()
-	}
-	if m.search != nil {
-		if e := m.search.Close(); err == nil {
-			err = e
-		}
-	}
-	if e := m.store.Close(); err == nil {
-		err = e
-	}
-	if m.pprofLn != nil {
-		m.pprofLn.Close()
 	}
 	return err
 }

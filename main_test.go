@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -66,6 +67,32 @@ func TestServeFreshDatabase(t *testing.T) {
 	status, _ = get(t, "http://"+m2.Addr()+"/v1/inboxes", key)
 	c.Assert(status, qt.Equals, 200)
 	c.Assert(m2.Close(), qt.IsNil)
+}
+
+// TestServeFailureReleases makes Run fail late (the SMTP address is taken) and checks
+// that what it had acquired by then is released: the profile and HTTP listeners, the
+// database (a second Run on it serves).
+func TestServeFailureReleases(t *testing.T) {
+	c := qt.New(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	c.Assert(err, qt.IsNil)
+	defer taken.Close()
+	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
+	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", SMTPAddr: taken.Addr().String(), PProf: "127.0.0.1:0", Domain: "inboxd.test"}
+	c.Assert(m.Run(context.Background()), qt.ErrorMatches, ".*address already in use")
+	c.Assert(m.closers, qt.HasLen, 0)
+	for _, addr := range []string{m.pprofLn.Addr().String(), m.Addr()} {
+		ln, err := net.Listen("tcp", addr)
+		c.Assert(err, qt.IsNil, qt.Commentf("%s still held", addr))
+		ln.Close()
+	}
+
+	m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0", Domain: "inboxd.test"}
+	c.Assert(m.Run(context.Background()), qt.IsNil)
+	status, _ := get(t, "http://"+m.Addr()+"/healthz", "")
+	c.Assert(status, qt.Equals, 200)
+	c.Assert(m.Close(), qt.IsNil)
+	c.Assert(m.Close(), qt.IsNil) // once: a second Close has nothing left to release
 }
 
 func TestKeysCreate(t *testing.T) {

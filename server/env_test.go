@@ -28,8 +28,11 @@ const testDomain = "inboxd.test"
 // developer plan and keys of every kind, plus a second account "other".
 type env struct {
 	t        *testing.T
+	dir      string // the temp dir of the database and its search index
 	store    *db.Store
 	schema   *schema.Validator
+	svc      *mail.Service
+	index    *search.Indexer // the running indexer; closed at the end of the test
 	url      string
 	full     string // acme, every scope
 	readOnly string // acme, inboxes:read + messages:read
@@ -45,30 +48,43 @@ func newEnv(t *testing.T) *env {
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := mail.NewService(store, testDomain, 0, log)
-	index := search.NewIndexer(filepath.Join(dir, "inboxd.db.index"), server.SearchSource(store), search.Options{Log: log})
-	c.Assert(index.Start(ctx), qt.IsNil)
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: index}, log)
-	c.Assert(err, qt.IsNil)
-	ts := httptest.NewServer(srv)
+	log := slog.New(slog.DiscardHandler)
+	e := &env{t: t, dir: dir, store: store, schema: v, svc: mail.NewService(store, testDomain, 0, log)}
 	workCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { svc.RunOutbound(workCtx); close(done) }()
-	t.Cleanup(func() {
-		ts.Close()
+	go func() { e.svc.RunOutbound(workCtx); close(done) }()
+	t.Cleanup(func() { // after the servers' own cleanups, which close them
 		cancel()
 		<-done
-		index.Close()
+		if e.index != nil {
+			qt.Check(t, e.index.Close(), qt.IsNil)
+		}
 		store.Close()
 	})
-	e := &env{t: t, store: store, schema: v, url: ts.URL}
+	e.startIndex(search.Options{Log: log})
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "other", Plan: "developer"}, nil), qt.IsNil)
 	e.full = e.newKey("acme", db.AllScopes()...)
 	e.readOnly = e.newKey("acme", db.ScopeInboxesRead, db.ScopeMessagesRead)
 	e.other = e.newKey("other", db.AllScopes()...)
 	return e
+}
+
+// indexPath is where the search index lives, beside the database.
+func (e *env) indexPath() string { return filepath.Join(e.dir, "inboxd.db.index") }
+
+// startIndex starts a search indexer on the index (a test that restarts it has closed
+// the one before) and an API server over it; e.url is the new server's.
+func (e *env) startIndex(opts search.Options) {
+	e.t.Helper()
+	e.index = search.NewIndexer(e.indexPath(), server.SearchSource(e.store), opts)
+	qt.Assert(e.t, e.index.Start(context.Background()), qt.IsNil)
+	srv, err := server.New(e.store, e.svc, e.schema, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: e.index},
+		slog.New(slog.DiscardHandler))
+	qt.Assert(e.t, err, qt.IsNil)
+	ts := httptest.NewServer(srv)
+	e.t.Cleanup(ts.Close)
+	e.url = ts.URL
 }
 
 func (e *env) newKey(account string, scopes ...string) string {

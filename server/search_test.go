@@ -3,10 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,53 +15,23 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/mail"
-	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
 
-// searchEnv is an API server with a search index, over its own temp database.
+// searchEnv is the API server of newEnv with an inbox to search in.
 type searchEnv struct {
 	*env
-	dir     string
-	indexer *search.Indexer
-	inbox   *db.Inbox
-	n       int
+	inbox *db.Inbox
+	n     int
 }
 
 func newSearchEnv(t *testing.T) *searchEnv {
 	t.Helper()
-	c := qt.New(t)
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := db.Open(ctx, filepath.Join(dir, "inboxd.db"), db.Options{})
-	c.Assert(err, qt.IsNil)
-	v, err := schema.New()
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ix := search.NewIndexer(filepath.Join(dir, "inboxd.db.index"), server.SearchSource(store), search.Options{Log: log})
-	c.Assert(ix.Start(ctx), qt.IsNil)
-	svc := mail.NewService(store, testDomain, 0, log)
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: ix}, log)
-	c.Assert(err, qt.IsNil)
-	ts := httptest.NewServer(srv)
-	workCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { svc.RunOutbound(workCtx); close(done) }()
-	e := &searchEnv{env: &env{t: t, store: store, schema: v, url: ts.URL}, dir: dir, indexer: ix}
-	t.Cleanup(func() {
-		ts.Close()
-		cancel()
-		<-done
-		qt.Check(t, e.indexer.Close(), qt.IsNil)
-		store.Close()
-	})
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
-	e.full = e.newKey("acme", db.AllScopes()...)
-	addr := e.createInbox("search")
-	e.inbox, err = store.InboxByAddress(ctx, "acme", addr)
-	c.Assert(err, qt.IsNil)
+	e := &searchEnv{env: newEnv(t)}
+	in, err := e.store.InboxByAddress(context.Background(), "acme", e.createInbox("search"))
+	qt.Assert(t, err, qt.IsNil)
+	e.inbox = in
 	return e
 }
 
@@ -306,14 +273,14 @@ func TestSearchDeletedInboxLeavesIndex(t *testing.T) {
 	e.deliver(db.NewMessage{Subject: "Gone soon"}, db.NewMessage{Subject: "Gone too"})
 	got, _ := e.search("gone")
 	qt.Assert(t, got, qt.HasLen, 2)
-	n, err := e.indexer.DocCount()
+	n, err := e.index.DocCount()
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, n, qt.Equals, uint64(2))
 	e.ok("deleteInbox", "DELETE", inboxPath(e.inbox.Address), e.full, nil)
-	ok, err := e.indexer.CatchUp(context.Background())
+	ok, err := e.index.CatchUp(context.Background())
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, ok, qt.IsTrue)
-	n, err = e.indexer.DocCount()
+	n, err = e.index.DocCount()
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, n, qt.Equals, uint64(0))
 }
@@ -323,52 +290,42 @@ func TestSearchDeletedInboxLeavesIndex(t *testing.T) {
 // index (as a restore or a lost disk would) and a corrupt one: both are rebuilt.
 func TestSearchRecovery(t *testing.T) {
 	e := newSearchEnv(t)
-	ctx := context.Background()
 	var first []db.NewMessage
 	for i := 0; i < 30; i++ {
 		first = append(first, db.NewMessage{Subject: fmt.Sprintf("Kohlrabi %d", i)})
 	}
 	e.deliver(first...)
-	qt.Assert(t, e.indexer.Close(), qt.IsNil) // stopped before it saw these
+	qt.Assert(t, e.index.Close(), qt.IsNil) // stopped before it saw these
 
-	src := server.SearchSource(e.store)
-	path := filepath.Join(e.dir, "inboxd.db.index")
-	restart := func() {
-		e.indexer = search.NewIndexer(path, src, search.Options{BatchSize: 7})
-		qt.Assert(t, e.indexer.Start(ctx), qt.IsNil)
-		srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, nil), e.schema, server.Config{Search: e.indexer}, slog.New(slog.DiscardHandler))
-		qt.Assert(t, err, qt.IsNil)
-		ts := httptest.NewServer(srv)
-		t.Cleanup(ts.Close)
-		e.url = ts.URL
-	}
+	path := e.indexPath()
+	restart := func() { e.startIndex(search.Options{BatchSize: 7}) }
 	restart()
 	got, _ := e.search("kohlrabi", "limit", "100")
 	qt.Assert(t, got, qt.HasLen, 30)
 
 	// Keep a copy of the index as it is now, then move on without it.
 	old := filepath.Join(e.dir, "old.index")
-	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+	qt.Assert(t, e.index.Close(), qt.IsNil)
 	copyDir(t, path, old)
 	restart()
 	e.deliver(db.NewMessage{Subject: "Kohlrabi late"})
 	got, _ = e.search("kohlrabi", "limit", "100")
 	qt.Assert(t, got, qt.HasLen, 31)
-	qt.Assert(t, e.indexer.Close(), qt.IsNil) // on disk and trimmed from the queue
+	qt.Assert(t, e.index.Close(), qt.IsNil) // on disk and trimmed from the queue
 
 	// The old copy misses a change the queue no longer holds: it is rebuilt.
 	qt.Assert(t, os.RemoveAll(path), qt.IsNil)
 	qt.Assert(t, os.Rename(old, path), qt.IsNil)
 	restart()
-	e.eventually("rebuild", func() bool { n, err := e.indexer.DocCount(); return err == nil && n == 31 })
+	e.eventually("rebuild", func() bool { n, err := e.index.DocCount(); return err == nil && n == 31 })
 	got, _ = e.search("kohlrabi", "limit", "100")
 	qt.Assert(t, got, qt.HasLen, 31)
 
 	// A corrupt index is rebuilt too.
-	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+	qt.Assert(t, e.index.Close(), qt.IsNil)
 	qt.Assert(t, os.WriteFile(filepath.Join(path, "index_meta.json"), []byte("{not json"), 0o600), qt.IsNil)
 	restart()
-	e.eventually("rebuild", func() bool { n, err := e.indexer.DocCount(); return err == nil && n == 31 })
+	e.eventually("rebuild", func() bool { n, err := e.index.DocCount(); return err == nil && n == 31 })
 	got, _ = e.search("kohlrabi late")
 	qt.Assert(t, got, qt.DeepEquals, []string{"Kohlrabi late"})
 }
@@ -411,19 +368,12 @@ func TestReindexEqualsIncremental(t *testing.T) {
 	for _, q := range queries {
 		before[q], _ = e.search(q, "limit", "100")
 	}
-	qt.Assert(t, e.indexer.Close(), qt.IsNil)
+	qt.Assert(t, e.index.Close(), qt.IsNil)
 
-	path := filepath.Join(e.dir, "inboxd.db.index")
-	n, err := search.Rebuild(context.Background(), path, server.SearchSource(e.store), nil)
+	n, err := search.Rebuild(context.Background(), e.indexPath(), server.SearchSource(e.store), nil)
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, n, qt.Equals, int64(55))
-	e.indexer = search.NewIndexer(path, server.SearchSource(e.store), search.Options{})
-	qt.Assert(t, e.indexer.Start(context.Background()), qt.IsNil)
-	srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, nil), e.schema, server.Config{Search: e.indexer}, slog.New(slog.DiscardHandler))
-	qt.Assert(t, err, qt.IsNil)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	e.url = ts.URL
+	e.startIndex(search.Options{})
 	for _, q := range queries {
 		got, _ := e.search(q, "limit", "100")
 		qt.Check(t, got, qt.DeepEquals, before[q], qt.Commentf("query %s", q))
