@@ -206,7 +206,7 @@ func (s *Store) MessagesByRowID(ctx context.Context, inboxID int64, ids []int64,
 	args := []any{inboxID}
 	// The rows are looked up by row id: NOT INDEXED keeps SQLite from walking the inbox's
 	// time index instead (with twenty ids it prefers that, and reads the whole inbox).
-	q.WriteString("SELECT " + summaryColumns + " FROM messages m NOT INDEXED JOIN threads t ON t.id = m.thread_id JOIN inboxes i ON i.id = m.inbox_id" +
+	q.WriteString("SELECT " + summaryColumns + messageFrom + " NOT INDEXED" +
 		" WHERE m.inbox_id = ? AND " + searchable)
 	f.where("m", &q, &args)
 	q.WriteString(" AND m.id IN (" + placeholders(len(ids)) + ")")
