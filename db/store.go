@@ -41,10 +41,9 @@ type Store struct {
 	tokenKey    []byte // signs page tokens
 	downloadKey []byte // signs attachment download URLs
 
-	writes  writeQueue    // writes waiting for the committer (write.go)
-	ckpt    *checkpointer // copies the WAL back into the database (checkpoint.go)
-	auth    authCache     // resolved API keys (keys.go)
-	inboxes inboxCache    // inboxes by address (inboxes.go)
+	writes  writeQueue // writes waiting for the committer (write.go)
+	auth    authCache  // resolved API keys (keys.go)
+	inboxes inboxCache // inboxes by address (inboxes.go)
 }
 
 // Open opens (creating if needed) the database at path and brings its schema up to date.
@@ -77,10 +76,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("db: migrate %s: %w", path, err)
 	}
-	if err := s.startCheckpointer(ctx); err != nil {
-		w.Close()
-		return nil, err
-	}
 	r, err := sql.Open(driverName, base+"?mode=ro&"+common)
 	if err != nil {
 		s.Close()
@@ -106,9 +101,7 @@ func (s *Store) Close() error {
 	if s.r != nil {
 		err = s.r.Close()
 	}
-	// The writer closes last: as the last connection, it checkpoints what is left.
-	err = errors.Join(err, s.ckpt.close(), s.w.Close())
-	return err
+	return errors.Join(err, s.w.Close())
 }
 
 // Now returns the store's clock reading.

@@ -104,9 +104,7 @@ func (s *Store) commitGroup(group []*writeJob) {
 		}
 		if err := tx.Commit(); err != nil {
 			fail(err)
-			return
 		}
-		s.ckpt.committed()
 		return
 	}
 	for _, j := range group {
@@ -133,9 +131,7 @@ func (s *Store) commitGroup(group []*writeJob) {
 	}
 	if err := tx.Commit(); err != nil {
 		fail(err)
-		return
 	}
-	s.ckpt.committed()
 }
 
 // runWrite runs fn, turning a panic into its error: fn runs on the committer goroutine,

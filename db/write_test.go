@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -120,35 +119,4 @@ func TestGroupedWritesShareCommits(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 	}
 	c.Assert(settingsNamed(t, s, names...), qt.HasLen, len(names))
-}
-
-func TestCheckpointerCopiesTheWAL(t *testing.T) {
-	c := qt.New(t)
-	path := filepath.Join(t.TempDir(), "w.db")
-	s, err := Open(context.Background(), path, Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
-
-	// No commit checkpoints by itself: only the checkpointer moves these 8 MB from the
-	// WAL into the database file.
-	blob := make([]byte, 64<<10)
-	for i := range 128 {
-		err := s.write(context.Background(), func(tx *sql.Tx) error {
-			_, err := tx.Exec("INSERT INTO settings(name, value) VALUES (?, ?)", fmt.Sprintf("blob%d", i), blob)
-			return err
-		})
-		c.Assert(err, qt.IsNil)
-	}
-	deadline := time.Now().Add(10 * checkpointEvery)
-	for {
-		st, err := os.Stat(path)
-		c.Assert(err, qt.IsNil)
-		if st.Size() > 8<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database file is %d bytes after %v: the WAL was not checkpointed", st.Size(), 10*checkpointEvery)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
