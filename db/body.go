@@ -23,8 +23,10 @@ import (
 //	1: one zstd frame of the layout of 0
 //	2: uvarint len(A), frame A of uvarint len(text) text, uvarint len(html) html; then frame B of raw
 //
-// The row's body_text column is computed from body by inboxd_body_text (a VIRTUAL
-// generated column), so SQL that reads the text (the search indexer, triage) keeps working.
+// Readers that need the text (the search indexer, triage) unpack body in Go. (Version 6 of
+// the schema had a generated body_text column; SQLite computes a STRICT table's generated
+// columns on every write of the row, which cost a decompression per insert and update, so
+// version 8 dropped it. inboxd_body_text stays registered for that migration.)
 const (
 	bodyPlain   = 0
 	bodyZstd    = 1
@@ -33,7 +35,8 @@ const (
 	minCompress = 64       // smaller bodies are stored as they are
 )
 
-// sqlBodyText is inboxd_body_text(body): the text of a packed body ("" for NULL).
+// sqlBodyText is inboxd_body_text(body): the text of a packed body ("" for NULL), for
+// migration 0006.
 func sqlBodyText(v any) (string, error) {
 	b, _ := v.([]byte)
 	text, _, _, err := unpackBody(b, false)
@@ -232,4 +235,19 @@ func cutString(b []byte) (string, []byte, bool) {
 // characters, as LENGTH() counted them before bodies were packed.
 func bodySize(text, html string) int {
 	return utf8.RuneCountInString(text) + utf8.RuneCountInString(html)
+}
+
+// bodyTextPrefix is the text of a packed body cut to at most n characters.
+func bodyTextPrefix(b []byte, n int) (string, error) {
+	text, _, _, err := unpackBody(b, false)
+	if err != nil {
+		return "", err
+	}
+	for i := range text {
+		if n == 0 {
+			return text[:i], nil
+		}
+		n--
+	}
+	return text, nil
 }

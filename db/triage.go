@@ -26,6 +26,8 @@ type TriageJob struct {
 	// the model input was cut.
 	Text     string
 	Attempts int // failed provider attempts so far
+
+	body []byte // packed; unpacked into Text after the claim commits, off the writer
 }
 
 // TriageTextChars is how much of a body the model reads (API-NOTES section 8).
@@ -55,10 +57,10 @@ func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip 
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		jobs = jobs[:0]
 		q := `SELECT q.message_id, q.attempts, q.charged_period IS NOT NULL, i.account_id, m.message_id, m.from_addr, m.to_addrs,
-			m.cc_addrs, m.subject, m.ts, substr(m.body_text, 1, ?)
+			m.cc_addrs, m.subject, m.ts, m.body
 			FROM triage_queue q JOIN messages m ON m.id = q.message_id JOIN inboxes i ON i.id = m.inbox_id
 			WHERE q.next_at <= ? AND m.quarantined = 0`
-		args := []any{TriageTextChars + 1, millis(now)}
+		args := []any{millis(now)}
 		if len(skip) > 0 {
 			q += " AND q.message_id NOT IN (" + placeholders(len(skip)) + ")"
 			for _, id := range skip {
@@ -77,7 +79,7 @@ func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip 
 			var to, cc string
 			var ts int64
 			var c bool
-			if err := rows.Scan(&j.MessageRow, &j.Attempts, &c, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &j.Text); err != nil {
+			if err := rows.Scan(&j.MessageRow, &j.Attempts, &c, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &j.body); err != nil {
 				rows.Close()
 				return err
 			}
@@ -111,7 +113,16 @@ func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip 
 		}
 		return nil
 	})
-	return jobs, err
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		if jobs[i].Text, err = bodyTextPrefix(jobs[i].body, TriageTextChars+1); err != nil {
+			return nil, err
+		}
+		jobs[i].body = nil
+	}
+	return jobs, nil
 }
 
 // skipTriage drops a message from the queue with no triage at all.
