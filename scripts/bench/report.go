@@ -167,9 +167,10 @@ const designNotes = `### What the design does for these figures
   the raw body again, so it costs back-references, not its size); raw bytes past 64 KB get
   a frame of their own so reading the text never inflates attachments. Triage, protection
   and protection-detail JSON are zstd frames primed with a dictionary of their shapes.
-  New files use 16 KB pages (a 2-3 KB row left most of a 4 KB page empty). The row's
-  ` + "`body_text`" + ` is a virtual generated column (` + "`inboxd_body_text(body)`" + `), so SQL that reads
-  the text (the search indexer) is unchanged.
+  New files use 16 KB pages (a 2-3 KB row left most of a 4 KB page empty). Readers of the
+  text (the search indexer, triage) unpack it in Go: a generated column would be computed,
+  and the body decompressed, on every insert and update of the row (STRICT tables check
+  generated columns' types).
 - **Inbound**: DNS answers are shared across messages for 30 s (the query budget still
   counts them), and the spam rules' regular expressions run only when a literal they need
   is present.
