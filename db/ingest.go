@@ -5,11 +5,27 @@ import (
 	"database/sql"
 )
 
-// DeliverBatch stores several independent deliveries in one transaction: a group commit,
-// so many messages arriving at once share one commit instead of paying one each. Every
-// group is all or nothing on its own (a savepoint): a group that fails is rolled back
-// without undoing the others, and its error is in errs. err reports a failure of the
-// transaction itself; then nothing at all was stored.
+// Deliver stores one delivery (a message for one or more inboxes) all or nothing.
+// Concurrent deliveries share commits through the store's group commit (write.go).
+func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error) {
+	ctx = noCancel(ctx)
+	var stored []Stored
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		stored, err = insertAll(ctx, tx, msgs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// DeliverBatch stores several independent deliveries in one transaction, for callers that
+// have many at hand (seeding, the benchmarks). Every group is all or nothing on its own (a
+// savepoint): a group that fails is rolled back without undoing the others, and its error
+// is in errs. err reports a failure of the transaction itself; then nothing at all was
+// stored.
 func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error) {
 	ctx = noCancel(ctx)
 	err = s.write(ctx, func(tx *sql.Tx) error {
@@ -19,16 +35,7 @@ func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT delivery"); err != nil {
 				return err
 			}
-			out := make([]Stored, 0, len(msgs))
-			var gerr error
-			for i := range msgs {
-				st, err := insertMessage(ctx, tx, &msgs[i])
-				if err != nil {
-					gerr = err
-					break
-				}
-				out = append(out, st)
-			}
+			out, gerr := insertAll(ctx, tx, msgs)
 			if gerr != nil {
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO delivery"); err != nil {
 					return err
@@ -47,6 +54,18 @@ func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored
 		stored, errs = nil, nil
 	}
 	return stored, errs, err
+}
+
+func insertAll(ctx context.Context, tx *sql.Tx, msgs []NewMessage) ([]Stored, error) {
+	out := make([]Stored, 0, len(msgs))
+	for i := range msgs {
+		st, err := insertMessage(ctx, tx, &msgs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // settleThread brings a thread's aggregates up to date after message row (n) joined it.

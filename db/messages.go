@@ -96,24 +96,6 @@ func sortedKeys(set map[string]bool) []string {
 	return out
 }
 
-// Deliver stores messages in one transaction: all of them or none.
-func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error) {
-	ctx = noCancel(ctx)
-	out := make([]Stored, 0, len(msgs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		for i := range msgs {
-			st, err := insertMessage(ctx, tx, &msgs[i])
-			if err != nil {
-				return err
-			}
-			out = append(out, st)
-		}
-		return nil
-	})
-	return out, err
-}
-
 func (n *NewMessage) quarantined() bool {
 	return n.Protection != nil && n.Protection.Status == ProtectionQuarantined
 }

@@ -108,9 +108,5 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	stored, errs, err := s.Store.DeliverBatch(ctx, [][]db.NewMessage{msgs})
-	if err != nil {
-		return nil, err
-	}
-	return stored[0], errs[0]
+	return s.Store.Deliver(ctx, msgs)
 }
