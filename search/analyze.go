@@ -99,7 +99,8 @@ func tokenize(s string, emit func(token)) {
 	tokenizeWhile(s, func(t token) bool { emit(t); return true })
 }
 
-// tokenizeWhile is tokenize until emit returns false.
+// tokenizeWhile is tokenize until emit returns false. Most mail is ASCII: an ASCII byte is
+// classified by a table and a word of lowercase ASCII is a substring of s, not a copy.
 func tokenizeWhile(s string, keep func(token) bool) {
 	stop := false
 	emit := func(t token) {
@@ -118,34 +119,57 @@ func tokenizeWhile(s string, keep func(token) bool) {
 	}
 	i := 0
 	for i < len(s) && !stop {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !isWordRune(r) {
-			// A single joiner between two words keeps the compound going.
-			if cStart >= 0 && i == cEnd && isJoiner(r) && i+size < len(s) {
-				next, _ := utf8.DecodeRuneInString(s[i+size:])
-				if isWordRune(next) && !isIdeograph(next) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if !asciiWord[c] {
+				// A single joiner between two words keeps the compound going.
+				if cStart >= 0 && i == cEnd && asciiJoiner[c] && i+1 < len(s) && wordStartsAt(s, i+1) {
+					i++
+					continue
+				}
+				flush()
+				i++
+				continue
+			}
+		} else {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if !isWordRune(r) {
+				if cStart >= 0 && i == cEnd && isJoiner(r) && i+size < len(s) && wordStartsAt(s, i+size) {
 					i += size
 					continue
 				}
+				flush()
+				i += size
+				continue
 			}
-			flush()
-			i += size
-			continue
-		}
-		if isIdeograph(r) {
-			flush()
-			pos++
-			emit(token{term: string(unicode.ToLower(r)), pos: pos})
-			i += size
-			continue
+			if isIdeograph(r) {
+				flush()
+				pos++
+				emit(token{term: string(unicode.ToLower(r)), pos: pos})
+				i += size
+				continue
+			}
 		}
 		start := i
 		runes := 0
+		plain := true // lowercase ASCII only
 		for i < len(s) {
+			c := s[i]
+			if c < utf8.RuneSelf {
+				if !asciiWord[c] {
+					break
+				}
+				if 'A' <= c && c <= 'Z' {
+					plain = false
+				}
+				i++
+				runes++
+				continue
+			}
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if !isWordRune(r) || isIdeograph(r) {
 				break
 			}
+			plain = false
 			i += size
 			runes++
 		}
@@ -154,7 +178,11 @@ func tokenizeWhile(s string, keep func(token) bool) {
 			flush()
 			continue
 		}
-		emit(token{term: lower(s[start:i]), pos: pos})
+		term := s[start:i]
+		if !plain {
+			term = strings.ToLower(term)
+		}
+		emit(token{term: term, pos: pos})
 		if cStart >= 0 && start > cEnd { // a joiner was skipped: is it still adjacent?
 			if start-cEnd > 4 { // joiners are at most 3 bytes ('’')
 				flush()
@@ -167,6 +195,24 @@ func tokenizeWhile(s string, keep func(token) bool) {
 		cWords++
 	}
 	flush()
+}
+
+// asciiJoiner marks the ASCII joiners (isJoiner).
+var asciiJoiner = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range ".@-_+'" {
+		t[c] = true
+	}
+	return t
+}()
+
+// wordStartsAt reports whether a word that can join a compound (not an ideograph) starts
+// at s[i].
+func wordStartsAt(s string, i int) bool {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiWord[c]
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return isWordRune(r) && !isIdeograph(r)
 }
 
 // emitCompound emits a joined form and, for an address or a host name, its domains.
@@ -206,17 +252,6 @@ func alpha(s string) bool {
 		}
 	}
 	return true
-}
-
-// lower lowercases s, without allocating when it is already lowercase ASCII.
-func lower(s string) string {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
-			return strings.ToLower(s)
-		}
-	}
-	return s
 }
 
 // Terms returns the terms of a query word as the index holds them: one term when the word

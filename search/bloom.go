@@ -1,6 +1,11 @@
 package search
 
-import "strings"
+import (
+	"hash/maphash"
+	"sort"
+	"strings"
+	"sync/atomic"
+)
 
 // The body is indexed without word positions: positions in bleve's segments cost about
 // five bytes per word, as much as the text itself. A phrase in the body is found instead
@@ -28,6 +33,50 @@ do does did has had been were am re hi hello thanks thank please let get got her
 	return m
 }()
 
+// commonList is commonWords in order, and commonIdx the index of each word in it.
+var commonList, commonIdx = func() ([]string, map[string]int16) {
+	var l []string
+	for w := range commonWords {
+		l = append(l, w)
+	}
+	sort.Strings(l)
+	m := make(map[string]int16, len(l))
+	for i, w := range l {
+		m[w] = int16(i)
+	}
+	return l, m
+}()
+
+// commonIndex is the index of a common word in commonList, or -1.
+func commonIndex(w string) int16 {
+	if i, ok := commonIdx[w]; ok {
+		return i
+	}
+	return -1
+}
+
+// commonPairTerm is a pair term with its hash in bodyFreqs' table.
+type commonPairTerm struct {
+	term string
+	hash uint64
+}
+
+// commonPairs holds the pair terms made so far, so that indexing does not make the same
+// strings for every message.
+var commonPairs = make([]atomic.Pointer[commonPairTerm], len(commonList)*len(commonList))
+
+// commonPair returns the pair term of two common words by their indexes in commonList.
+func commonPair(a, b int16) *commonPairTerm {
+	slot := &commonPairs[int(a)*len(commonList)+int(b)]
+	if p := slot.Load(); p != nil {
+		return p
+	}
+	t := pairTerm(commonList[a], commonList[b])
+	p := &commonPairTerm{term: t, hash: maphash.String(termSeed, t)}
+	slot.Store(p)
+	return p
+}
+
 // pairTerm is the index term of two adjacent common words.
 func pairTerm(a, b string) string { return a + " " + b }
 
@@ -48,23 +97,28 @@ const (
 	bloomMaxBytes    = 8 << 10 // a body at the 128 KB cap fills its filter more, no more
 )
 
-// pairHash is the hash of two adjacent words: FNV-1a over "a\x00b", fixed forever because
-// the filters are persisted.
-func pairHash(a, b string) uint64 {
-	h := fnv(fnv(offset64, a)*prime64, b) // *prime64: the 0 separator
-	return finish(h)
-}
+// The hashes are fixed forever (within a Version) because the filters are persisted. A
+// word is hashed once (termHash, FNV-1a), and a pair or triple from its words' hashes, so
+// that indexing hashes each distinct word of a message once rather than in every pair.
+
+// termHash is the hash of one word.
+func termHash(s string) uint64 { return fnv(offset64, s) }
+
+// pairHash is the hash of two adjacent words.
+func pairHash(a, b string) uint64 { return pairOf(termHash(a), termHash(b)) }
+
+func pairOf(a, b uint64) uint64 { return finish(a*golden ^ b) }
 
 // tripleHash is the hash of three adjacent words whose middle one is common, also put in
 // the pair filter: a message can hold "x the" and "the y" without "x the y".
-func tripleHash(a, b, c string) uint64 {
-	h := fnv(fnv(fnv(offset64, a)*prime64, b)*prime64, c)
-	return finish(h ^ 0x5bd1e995)
-}
+func tripleHash(a, b, c string) uint64 { return tripleOf(termHash(a), termHash(b), termHash(c)) }
+
+func tripleOf(a, b, c uint64) uint64 { return finish((a*golden^b)*golden ^ c ^ 0x5bd1e995) }
 
 const (
 	offset64 = 14695981039346656037
 	prime64  = 1099511628211
+	golden   = 0x9e3779b97f4a7c15
 )
 
 func fnv(h uint64, s string) uint64 {
@@ -83,6 +137,13 @@ func finish(h uint64) uint64 {
 	return h
 }
 
+// bloomBit is the i-th bit of hash h in a filter of m bits: double hashing, reduced to
+// [0, m) by a multiply and shift rather than a division.
+func bloomBit(h uint64, i uint32, m uint64) uint64 {
+	x := uint32(h) + i*(uint32(h>>32)|1)
+	return uint64(x) * m >> 32
+}
+
 // newBloom returns the filter of a message's pair hashes.
 func newBloom(pairs []uint64) []byte {
 	n := (len(pairs)*bloomBitsPerPair + 63) / 64 * 8
@@ -90,9 +151,8 @@ func newBloom(pairs []uint64) []byte {
 	f := make([]byte, n)
 	m := uint64(n) * 8
 	for _, h := range pairs {
-		h1, h2 := h&0xffffffff, h>>32|1
-		for i := uint64(0); i < bloomHashes; i++ {
-			b := (h1 + i*h2) % m
+		for i := uint32(0); i < bloomHashes; i++ {
+			b := bloomBit(h, i, m)
 			f[b>>3] |= 1 << (b & 7)
 		}
 	}
@@ -105,9 +165,8 @@ func bloomHas(f []byte, h uint64) bool {
 		return false
 	}
 	m := uint64(len(f)) * 8
-	h1, h2 := h&0xffffffff, h>>32|1
-	for i := uint64(0); i < bloomHashes; i++ {
-		b := (h1 + i*h2) % m
+	for i := uint32(0); i < bloomHashes; i++ {
+		b := bloomBit(h, i, m)
 		if f[b>>3]&(1<<(b&7)) == 0 {
 			return false
 		}

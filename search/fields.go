@@ -1,7 +1,9 @@
 package search
 
 import (
+	"hash/maphash"
 	"reflect"
+	"sync"
 	"unsafe"
 
 	index "github.com/blevesearch/bleve_index_api"
@@ -72,11 +74,14 @@ func (f *field) Analyze() {
 	case kindText:
 		f.freqs, f.length = textFreqs(f.text)
 	case kindBody:
+		sc := bodyScratchPool.Get().(*bodyScratch)
 		var pairs []uint64
-		f.freqs, f.length, pairs = bodyFreqs(f.text)
+		f.freqs, f.length, pairs = bodyFreqs(f.text, sc)
 		if f.pairs != nil {
 			f.pairs.value = newBloom(pairs)
 		}
+		sc.reset()
+		bodyScratchPool.Put(sc)
 	}
 }
 
@@ -101,49 +106,104 @@ func textFreqs(text string) (index.TokenFrequencies, int) {
 	return freqs, len(toks)
 }
 
+// bodyScratch is the working memory of bodyFreqs, reused across messages.
+type bodyScratch struct {
+	slots []int32    // open addressing over terms: index+1, 0 is empty
+	terms []bodyTerm // the distinct terms in order of appearance
+	pairs []uint64
+}
+
+type bodyTerm struct {
+	term   string
+	hash   uint64 // in the table (maphash)
+	fixed  uint64 // termHash, for the pair filter
+	common int16  // index in commonList, or -1
+}
+
+var bodyScratchPool = sync.Pool{New: func() any { return &bodyScratch{slots: make([]int32, 1024)} }}
+
+var termSeed = maphash.MakeSeed()
+
+// add returns the index of term among the distinct terms, adding it if new.
+func (sc *bodyScratch) add(term string, h uint64, common int16) int {
+	mask := uint64(len(sc.slots) - 1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		k := sc.slots[j]
+		if k == 0 {
+			break
+		}
+		if t := &sc.terms[k-1]; t.hash == h && t.term == term {
+			return int(k - 1)
+		}
+	}
+	var fixed uint64
+	if common == -2 { // a word, not a pair term
+		common, fixed = commonIndex(term), termHash(term)
+	}
+	sc.terms = append(sc.terms, bodyTerm{term: term, hash: h, fixed: fixed, common: common})
+	if 2*len(sc.terms) > len(sc.slots) {
+		sc.slots = make([]int32, 2*len(sc.slots))
+		mask = uint64(len(sc.slots) - 1)
+		for i, t := range sc.terms {
+			j := t.hash & mask
+			for sc.slots[j] != 0 {
+				j = (j + 1) & mask
+			}
+			sc.slots[j] = int32(i + 1)
+		}
+		return len(sc.terms) - 1
+	}
+	j := h & mask
+	for sc.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	sc.slots[j] = int32(len(sc.terms))
+	return len(sc.terms) - 1
+}
+
+func (sc *bodyScratch) reset() {
+	clear(sc.slots)
+	clear(sc.terms) // no references to the text kept in the pool
+	sc.terms = sc.terms[:0]
+	sc.pairs = sc.pairs[:0]
+}
+
 // bodyFreqs returns the distinct terms of a body, its length in terms, and the hashes of
-// its adjacent word pairs.
-func bodyFreqs(text string) (index.TokenFrequencies, int, []uint64) {
-	freqs := make(index.TokenFrequencies, len(text)/7+8)
-	slab := make([]index.TokenFreq, 0, len(text)/7+8)
-	pairs := make([]uint64, 0, len(text)/5+4)
+// its adjacent word pairs (in sc.pairs, valid until sc is reset). Each word is looked up
+// once in a table of the message's own terms; the common-word pair terms are shared
+// strings (commonPair).
+func bodyFreqs(text string, sc *bodyScratch) (index.TokenFrequencies, int, []uint64) {
 	n := 0
-	prev, prevPos := "", 0
-	prev2, prev2Pos := "", 0
-	var buf []byte
+	// The previous two words: position (0 for none), fixed hash, common index.
+	prevPos, prevHash, prevCommon := 0, uint64(0), int16(-1)
+	prev2Pos, prev2Hash := 0, uint64(0)
 	tokenize(text, func(t token) {
 		n++
-		if _, ok := freqs[t.term]; !ok {
-			if len(slab) == cap(slab) {
-				slab = make([]index.TokenFreq, 0, 64)
-			}
-			slab = append(slab, index.TokenFreq{Term: termBytes(t.term)})
-			freqs[t.term] = &slab[len(slab)-1]
-		}
+		k := sc.add(t.term, maphash.String(termSeed, t.term), -2)
 		if t.compound {
 			return
 		}
-		if prev != "" && t.pos == prevPos+1 {
-			pairs = append(pairs, pairHash(prev, t.term))
-			if prev2 != "" && prev2Pos+1 == prevPos && commonWords[prev] {
-				pairs = append(pairs, tripleHash(prev2, prev, t.term))
+		h, common := sc.terms[k].fixed, sc.terms[k].common
+		if prevPos != 0 && t.pos == prevPos+1 {
+			sc.pairs = append(sc.pairs, pairOf(prevHash, h))
+			if prev2Pos != 0 && prev2Pos+1 == prevPos && prevCommon >= 0 {
+				sc.pairs = append(sc.pairs, tripleOf(prev2Hash, prevHash, h))
 			}
-			if commonWords[prev] && commonWords[t.term] {
-				buf = append(append(append(buf[:0], prev...), ' '), t.term...)
-				if _, ok := freqs[string(buf)]; !ok {
-					if len(slab) == cap(slab) {
-						slab = make([]index.TokenFreq, 0, 64)
-					}
-					term := string(buf)
-					slab = append(slab, index.TokenFreq{Term: termBytes(term)})
-					freqs[term] = &slab[len(slab)-1]
-				}
+			if prevCommon >= 0 && common >= 0 {
+				p := commonPair(prevCommon, common)
+				sc.add(p.term, p.hash, -1)
 			}
 		}
-		prev2, prev2Pos = prev, prevPos
-		prev, prevPos = t.term, t.pos
+		prev2Pos, prev2Hash = prevPos, prevHash
+		prevPos, prevHash, prevCommon = t.pos, h, common
 	})
-	return freqs, n, pairs
+	freqs := make(index.TokenFrequencies, len(sc.terms))
+	slab := make([]index.TokenFreq, len(sc.terms))
+	for i, t := range sc.terms {
+		slab[i].Term = termBytes(t.term)
+		freqs[t.term] = &slab[i]
+	}
+	return freqs, n, sc.pairs
 }
 
 // termBytes returns the bytes of a term without copying them: bleve only reads a term.

@@ -30,7 +30,7 @@ const (
 )
 
 // Version is the layout of documents and mapping. An index of another version is rebuilt.
-const Version = "4"
+const Version = "5"
 
 // Field names in the index.
 const (
