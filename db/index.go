@@ -95,6 +95,7 @@ func (s *Store) IndexChanges(ctx context.Context, after int64, limit int) ([]Ind
 
 // TrimIndexQueue deletes the queue rows up to seq, which the index has on disk.
 func (s *Store) TrimIndexQueue(ctx context.Context, through int64) error {
+	ctx = noCancel(ctx)
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM index_queue WHERE seq <= ?", through)
 		return err

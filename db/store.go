@@ -182,6 +182,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // secret returns the named random secret, creating it on first use.
 func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
+	ctx = noCancel(ctx)
 	var v []byte
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE name = ?", name).Scan(&v)

@@ -36,7 +36,9 @@ type writeQueue struct {
 
 // write runs fn in a write transaction, possibly shared with other writes (see above). A
 // storage condition the operator can fix (disk full, read-only file) becomes a transient
-// client error; nothing of fn stays applied when it returns an error.
+// client error; nothing of fn stays applied when it returns an error. The statements of fn
+// must use a context without cancellation (noCancel): the driver answers a cancellation by
+// interrupting the connection, which the writes sharing the transaction also use.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
