@@ -9,10 +9,11 @@ import (
 // Concurrent deliveries share commits through the store's group commit (write.go).
 func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error) {
 	ctx = noCancel(ctx)
+	packed := packAll(msgs)
 	var stored []Stored
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		stored, err = insertAll(ctx, tx, msgs)
+		stored, err = insertAll(ctx, tx, msgs, packed)
 		return err
 	})
 	if err != nil {
@@ -28,6 +29,10 @@ func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error
 // stored.
 func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error) {
 	ctx = noCancel(ctx)
+	packed := make([][]*packedMessage, len(groups))
+	for g := range groups {
+		packed[g] = packAll(groups[g])
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		stored = make([][]Stored, len(groups))
 		errs = make([]error, len(groups))
@@ -35,7 +40,7 @@ func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT delivery"); err != nil {
 				return err
 			}
-			out, gerr := insertAll(ctx, tx, msgs)
+			out, gerr := insertAll(ctx, tx, msgs, packed[g])
 			if gerr != nil {
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO delivery"); err != nil {
 					return err
@@ -56,10 +61,10 @@ func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored
 	return stored, errs, err
 }
 
-func insertAll(ctx context.Context, tx *sql.Tx, msgs []NewMessage) ([]Stored, error) {
+func insertAll(ctx context.Context, tx *sql.Tx, msgs []NewMessage, packed []*packedMessage) ([]Stored, error) {
 	out := make([]Stored, 0, len(msgs))
 	for i := range msgs {
-		st, err := insertMessage(ctx, tx, &msgs[i])
+		st, err := insertMessage(ctx, tx, &msgs[i], packed[i])
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,39 @@ func (n *NewMessage) quarantined() bool {
 	return n.Protection != nil && n.Protection.Status == ProtectionQuarantined
 }
 
-func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, error) {
+// packedMessage is what costs CPU to make of a NewMessage's stored form: the compressed
+// body and verdict JSON. The callers of insertMessage make it with pack before their
+// write transaction, so concurrent deliveries compress in parallel instead of one after
+// another inside the store's single writer.
+type packedMessage struct {
+	body, triage, protection, detail any
+}
+
+func (n *NewMessage) pack() *packedMessage {
+	p := &packedMessage{body: packBody(n.Text, n.HTML, n.Raw)}
+	if n.Triage != nil {
+		p.triage = packJSON(jsonText(n.Triage))
+	}
+	if n.Protection != nil {
+		p.protection = packJSON(jsonText(n.Protection))
+	}
+	if n.ProtectionDetail != nil {
+		p.detail = packJSON(jsonText(n.ProtectionDetail))
+	}
+	return p
+}
+
+// packAll packs each of msgs (see packedMessage).
+func packAll(msgs []NewMessage) []*packedMessage {
+	out := make([]*packedMessage, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i].pack()
+	}
+	return out
+}
+
+// insertMessage stores n, packed as p (n.pack()).
+func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage, p *packedMessage) (Stored, error) {
 	var st Stored
 	err := tx.QueryRowContext(ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.inbox_id = ? AND m.message_id = ?`, n.InboxID, n.MessageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
@@ -115,16 +147,10 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, erro
 	if err != nil {
 		return st, err
 	}
-	var triageJSON, protJSON, delivJSON sql.NullString
+	var delivJSON sql.NullString
 	var cat, reply, urg sql.NullString
-	if n.Triage != nil {
-		triageJSON = jsonText(n.Triage)
-		if n.Triage.Status == TriageComplete {
-			cat, reply, urg = triageFilterColumns(n.Triage)
-		}
-	}
-	if n.Protection != nil {
-		protJSON = jsonText(n.Protection)
+	if n.Triage != nil && n.Triage.Status == TriageComplete {
+		cat, reply, urg = triageFilterColumns(n.Triage)
 	}
 	if n.Delivery != nil {
 		delivJSON = jsonText(n.Delivery)
@@ -136,7 +162,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, erro
 		newRowUUID(), n.InboxID, threadRow, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
 		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
 		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.quarantined(),
-		packJSON(triageJSON), cat, reply, urg, packJSON(protJSON), delivJSON, bodySize(n.Text, n.HTML), packBody(n.Text, n.HTML, n.Raw))
+		p.triage, cat, reply, urg, p.protection, delivJSON, bodySize(n.Text, n.HTML), p.body)
 	if err != nil {
 		return st, err
 	}
@@ -149,7 +175,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage) (Stored, erro
 			return st, err
 		}
 	}
-	if err := saveProtectionDetail(ctx, tx, rowID, n.ProtectionDetail); err != nil {
+	if err := saveProtectionDetail(ctx, tx, rowID, p.detail); err != nil {
 		return st, err
 	}
 	for i, a := range n.Attachments {

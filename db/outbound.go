@@ -32,9 +32,15 @@ func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []OutboundJob, out
 		return nil
 	}
 	now := s.Now()
+	packed := make([]*packedMessage, len(outcomes))
+	for i, o := range outcomes {
+		if o.Local != nil {
+			packed[i] = o.Local.pack()
+		}
+	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		for i := range jobs {
-			if err := finishOutbound(ctx, tx, jobs[i], outcomes[i], now); err != nil {
+			if err := finishOutbound(ctx, tx, jobs[i], outcomes[i], packed[i], now); err != nil {
 				return err
 			}
 		}
@@ -42,7 +48,7 @@ func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []OutboundJob, out
 	})
 }
 
-func finishOutbound(ctx context.Context, tx *sql.Tx, job OutboundJob, o OutboundOutcome, now time.Time) error {
+func finishOutbound(ctx context.Context, tx *sql.Tx, job OutboundJob, o OutboundOutcome, packed *packedMessage, now time.Time) error {
 	var still int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbound WHERE id = ?", job.ID).Scan(&still); err != nil {
 		return err
@@ -51,7 +57,7 @@ func finishOutbound(ctx context.Context, tx *sql.Tx, job OutboundJob, o Outbound
 		return nil // the inbox was deleted meanwhile, or another attempt finished it
 	}
 	if o.Local != nil {
-		if _, err := insertMessage(ctx, tx, o.Local); err != nil {
+		if _, err := insertMessage(ctx, tx, o.Local, packed); err != nil {
 			return err
 		}
 	}

@@ -58,12 +58,12 @@ type SpamRule struct {
 	Description string  `json:"description,omitempty"`
 }
 
-// saveProtectionDetail stores a new message's verdict detail, when it has one.
-func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, d *ProtectionDetail) error {
-	if d == nil {
+// saveProtectionDetail stores a new message's verdict detail (packed), when it has one.
+func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, detail any) error {
+	if detail == nil {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO protection_details(message_id, detail_z) VALUES (?, ?)", rowID, packJSON(jsonText(d)))
+	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO protection_details(message_id, detail_z) VALUES (?, ?)", rowID, detail)
 	return err
 }
 

@@ -37,6 +37,7 @@ type SendResult struct {
 func (s *Store) CommitSend(ctx context.Context, r SendRequest) (SendResult, error) {
 	ctx = noCancel(ctx)
 	now := s.Now()
+	packed := r.Message.pack()
 	var out SendResult
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		inbox := r.Message.InboxID
@@ -70,7 +71,7 @@ func (s *Store) CommitSend(ctx context.Context, r SendRequest) (SendResult, erro
 		if err := applySuppression(ctx, tx, &r); err != nil {
 			return err
 		}
-		st, err := insertMessage(ctx, tx, &r.Message)
+		st, err := insertMessage(ctx, tx, &r.Message, packed)
 		if err != nil {
 			return err
 		}
