@@ -276,21 +276,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return usageError{fmt.Sprintf("--log-format %q: use text or json", *logFormat)}
 	}
-	if os.Getenv("GOGC") == "" {
-		// The server's live heap is small (tens of MB) and it allocates fast while mail
-		// arrives: collecting at three times the live heap instead of twice costs a few tens
-		// of MB and took 6% less CPU on SMTP ingest (scripts/smtpbench). GOGC still decides.
-		debug.SetGCPercent(serveGCPercent)
-	}
 	if err := m.Run(ctx); err != nil {
 		return err
 	}
 	<-ctx.Done()
 	return m.Close()
 }
-
-// serveGCPercent is the garbage collector's target of `serve` when GOGC is not set.
-const serveGCPercent = 200
 
 // Run opens the database, loads fixtures, and starts serving; it returns once the server
 // listens. Close stops it. When Run fails it has released what it acquired.
