@@ -95,7 +95,7 @@ func parse(raw []byte, depth int) (*Parsed, error) {
 		ReplyTo:    parseAddressList(headerValues(header, "Reply-To")),
 		Subject:    decodeHeader(headerValue(header, "Subject")),
 		Date:       parseDate(headerValue(header, "Date")),
-		InReplyTo:  strings.TrimSpace(Clean(headerValue(header, "In-Reply-To"))),
+		InReplyTo:  unfold(headerValue(header, "In-Reply-To")),
 		References: idTokens(strings.Join(headerValues(header, "References"), " ")),
 	}
 	if from := parseAddressList(headerValues(header, "From")); len(from) > 0 {
@@ -252,7 +252,16 @@ func headerValue(h textproto.MIMEHeader, name string) string {
 	return ""
 }
 
-var idTokenRE = regexp.MustCompile(`<[^<>]+>`)
+// unfold is a raw header value as one line: each run of white space, line breaks included
+// (a bare CR survives header parsing), becomes one space. Values that reach the headers of a
+// reply must not carry a line break.
+func unfold(v string) string {
+	return strings.Join(strings.Fields(Clean(v)), " ")
+}
+
+// idTokenRE matches a <...> token without white space in it, so no token carries a line
+// break into the References of a reply.
+var idTokenRE = regexp.MustCompile(`<[^<>\s]+>`)
 
 // idTokens returns the <...> tokens of a header value, in order.
 func idTokens(v string) []string {
