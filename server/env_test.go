@@ -27,19 +27,24 @@ const testDomain = "inboxd.test"
 // env is one whole API server over its own temp database, with an account "acme" on the
 // developer plan and keys of every kind, plus a second account "other".
 type env struct {
-	t        *testing.T
-	dir      string // the temp dir of the database and its search index
-	store    *db.Store
-	schema   *schema.Validator
-	svc      *mail.Service
-	index    *search.Indexer // the running indexer; closed at the end of the test
-	url      string
-	full     string // acme, every scope
-	readOnly string // acme, inboxes:read + messages:read
-	other    string // account "other", every scope
+	t      *testing.T
+	dir    string // the temp dir of the database and its search index
+	store  *db.Store
+	schema *schema.Validator
+	svc    *mail.Service
+	index  *search.Indexer // the running indexer; closed at the end of the test
+	// configure, if set, adjusts the API server's configuration (newEnvWith).
+	configure func(*server.Config)
+	url       string
+	full      string // acme, every scope
+	readOnly  string // acme, inboxes:read + messages:read
+	other     string // account "other", every scope
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with configure applied to the API server's configuration.
+func newEnvWith(t *testing.T, configure func(*server.Config)) *env {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
@@ -49,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
 	log := slog.New(slog.DiscardHandler)
-	e := &env{t: t, dir: dir, store: store, schema: v, svc: mail.NewService(store, testDomain, 0, log)}
+	e := &env{t: t, dir: dir, store: store, schema: v, svc: mail.NewService(store, testDomain, 0, log), configure: configure}
 	workCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { e.svc.RunOutbound(workCtx); close(done) }()
@@ -79,8 +84,11 @@ func (e *env) startIndex(opts search.Options) {
 	e.t.Helper()
 	e.index = search.NewIndexer(e.indexPath(), server.SearchSource(e.store), opts)
 	qt.Assert(e.t, e.index.Start(context.Background()), qt.IsNil)
-	srv, err := server.New(e.store, e.svc, e.schema, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: e.index},
-		slog.New(slog.DiscardHandler))
+	cfg := server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: e.index}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	srv, err := server.New(e.store, e.svc, e.schema, cfg, slog.New(slog.DiscardHandler))
 	qt.Assert(e.t, err, qt.IsNil)
 	ts := httptest.NewServer(srv)
 	e.t.Cleanup(ts.Close)

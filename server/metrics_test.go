@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/smtp"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,9 +17,6 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/mail"
-	"github.com/inboxd/inboxd/schema"
-	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -70,39 +65,22 @@ func scrape(t *testing.T, url, token string) (int, map[string]float64) {
 func TestMetrics(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := db.Open(ctx, filepath.Join(dir, "inboxd.db"), db.Options{})
-	c.Assert(err, qt.IsNil)
-	defer store.Close()
-	v, err := schema.New()
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.DiscardHandler)
-	svc := mail.NewService(store, testDomain, 0, log)
-	index := search.NewIndexer(filepath.Join(dir, "inboxd.db.index"), server.SearchSource(store), search.Options{Log: log})
-	c.Assert(index.Start(ctx), qt.IsNil)
-	defer index.Close()
 	metrics := server.NewMetrics()
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: index,
-		Metrics: metrics, MetricsToken: "s3cret-metrics"}, log)
-	c.Assert(err, qt.IsNil)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
-	token := db.GenerateAccountToken()
-	c.Assert(store.CreateKey(ctx, db.NewKey{AccountID: "acme", Token: token, Scopes: db.AllScopes()}), qt.IsNil)
-	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
+	e := newEnvWith(t, func(cfg *server.Config) { cfg.Metrics, cfg.MetricsToken = metrics, "s3cret-metrics" })
+	token := e.full
+	_, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 
 	// The token: nothing without it, not with an API key, not with a wrong one.
-	status, _ := scrape(t, ts.URL, "")
+	status, _ := scrape(t, e.url, "")
 	c.Assert(status, qt.Equals, 401)
-	status, _ = scrape(t, ts.URL, token)
+	status, _ = scrape(t, e.url, token)
 	c.Assert(status, qt.Equals, 401)
-	status, _ = scrape(t, ts.URL, "s3cret-metricz")
+	status, _ = scrape(t, e.url, "s3cret-metricz")
 	c.Assert(status, qt.Equals, 401)
 
 	get := func(path, key string) {
-		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req, _ := http.NewRequest("GET", e.url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		res, err := http.DefaultClient.Do(req)
 		c.Assert(err, qt.IsNil)
@@ -117,14 +95,14 @@ func TestMetrics(t *testing.T) {
 	get("/no/such/route/"+strings.Repeat("x", 10), token)
 
 	// SMTP: one message stored, one recipient refused.
-	sm := server.NewSMTP(svc, server.SMTPConfig{Metrics: metrics}, log)
+	sm := server.NewSMTP(e.svc, server.SMTPConfig{Metrics: metrics}, slog.New(slog.DiscardHandler))
 	addr := serveSMTP(t, sm)
 	c.Assert(smtp.SendMail(addr, nil, "ann@customer.example", []string{"support@" + testDomain},
 		testMessage("m1", "support@"+testDomain, "Hello")), qt.IsNil)
 	c.Assert(smtp.SendMail(addr, nil, "ann@customer.example", []string{"nobody@elsewhere.example"},
 		testMessage("m2", "nobody@elsewhere.example", "Hello")), qt.ErrorMatches, ".*550.*")
 
-	status, m := scrape(t, ts.URL, "s3cret-metrics")
+	status, m := scrape(t, e.url, "s3cret-metrics")
 	c.Assert(status, qt.Equals, 200)
 	c.Check(m[`inboxd_http_requests_total{op="listInboxes",status="200"}`], qt.Equals, 3.0)
 	c.Check(m[`inboxd_http_requests_total{op="listInboxes",status="401"}`], qt.Equals, 1.0)
