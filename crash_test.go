@@ -13,10 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,58 +49,6 @@ func crashKills(t *testing.T) int {
 // crashBudget bounds a scenario's kill loop: past it the loop stops and the test fails,
 // whatever the count. It is far above what 50 kills take (about 20 s).
 const crashBudget = 4 * time.Minute
-
-var (
-	fastBuildOnce sync.Once
-	fastBin       string
-	fastBuildErr  error
-	buildDirs     []string // removed by TestMain
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBin != "" {
-		buildDirs = append(buildDirs, filepath.Dir(builtBin))
-	}
-	for _, d := range buildDirs {
-		os.RemoveAll(d)
-	}
-	os.Exit(code)
-}
-
-// crashBinary builds inboxd once with this test binary's build tags but without the race
-// detector: a race-instrumented server starts several times slower, and the crash loops
-// start it hundreds of times. Races are the business of the in-process tests.
-func crashBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary and kills it hundreds of times")
-	}
-	fastBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inboxd-crashloop-")
-		if err != nil {
-			fastBuildErr = err
-			return
-		}
-		buildDirs = append(buildDirs, dir)
-		fastBin = filepath.Join(dir, "inboxd")
-		args := []string{"build", "-o", fastBin}
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range bi.Settings {
-				if s.Key == "-tags" {
-					args = append(args, "-tags", s.Value)
-				}
-			}
-		}
-		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-			fastBuildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	})
-	if fastBuildErr != nil {
-		t.Fatal(fastBuildErr)
-	}
-	return fastBin
-}
 
 // rig is one scenario: one database, killed and restarted in a loop.
 type rig struct {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -24,53 +23,6 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 )
-
-// These tests run the real binary and kill it with SIGKILL: what a power cut or the OOM
-// killer does. The binary is built once, with this test binary's build tags (and -race
-// when this test runs with it, so the compiled packages come from the build cache).
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-func inboxdBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inboxd-crash-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "inboxd")
-		args := []string{"build", "-o", builtBin}
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "-tags":
-					args = append(args, "-tags", s.Value)
-				case "-race":
-					if s.Value == "true" {
-						args = append(args, "-race")
-					}
-				}
-			}
-		}
-		cmd := exec.Command("go", append(args, ".")...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
 
 // proc is a running inboxd.
 type proc struct {
