@@ -119,9 +119,10 @@ func (s *Store) commitGroup(group []*writeJob) {
 			j.err = storageError(err)
 			// If SQLite rolled the whole transaction back (it may, on a full disk or
 			// an I/O error), the savepoint is gone and so are the writes before it.
+			// Then every write of the group failed for the reason this one did.
 			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO write"); rerr != nil {
 				tx.Rollback()
-				fail(rerr)
+				fail(err)
 				return
 			}
 		}

@@ -120,3 +120,42 @@ func TestGroupedWritesShareCommits(t *testing.T) {
 	}
 	c.Assert(settingsNamed(t, s, names...), qt.HasLen, len(names))
 }
+
+// A full disk in the middle of a shared transaction: every write either reports success
+// and is stored, or reports the transient storage error and left nothing behind.
+func TestGroupedWritesOnAFullDisk(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	c.Assert(s.SetFault(ctx, FaultFull), qt.IsNil)
+	blob := make([]byte, 64<<10)
+	var fns []func(tx *sql.Tx) error
+	var names []string
+	for i := range 20 {
+		name := fmt.Sprintf("big%d", i)
+		names = append(names, name)
+		fns = append(fns, func(tx *sql.Tx) error {
+			_, err := tx.Exec("INSERT INTO settings(name, value) VALUES (?, ?)", name, blob)
+			return err
+		})
+	}
+	errs := groupOf(t, s, fns)
+	c.Assert(s.SetFault(ctx, NoFault), qt.IsNil)
+	stored := map[string]bool{}
+	for _, n := range settingsNamed(t, s, names...) {
+		stored[n] = true
+	}
+	failed := 0
+	for i, err := range errs {
+		if err == nil {
+			c.Check(stored[names[i]], qt.IsTrue, qt.Commentf("%s acknowledged but not stored", names[i]))
+			continue
+		}
+		failed++
+		c.Check(stored[names[i]], qt.IsFalse, qt.Commentf("%s failed but stored", names[i]))
+		c.Check(IsCode(err, ECodeUnavailable), qt.IsTrue, qt.Commentf("%v", err))
+	}
+	c.Assert(failed > 0, qt.IsTrue, qt.Commentf("the full disk refused nothing"))
+}

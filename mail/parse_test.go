@@ -206,6 +206,17 @@ func TestParseSyntheticMessageID(t *testing.T) {
 	c.Check(other.MessageID, qt.Not(qt.Equals), first.MessageID)
 }
 
+// A bare CR survives header parsing; nothing that a reply copies into its headers may
+// carry it (found by FuzzParse).
+func TestParseThreadHeadersHaveNoLineBreaks(t *testing.T) {
+	c := qt.New(t)
+	p, err := Parse([]byte("From: a@b.example\r\nIn-Reply-To: <x@y>\r<z@w>\r\n" +
+		"References: <a@b>\r<c d@e> <f@g>\r\n\r\nbody\r\n"))
+	c.Assert(err, qt.IsNil)
+	c.Check(p.InReplyTo, qt.Equals, "<x@y> <z@w>")
+	c.Check(p.References, qt.DeepEquals, []string{"<a@b>", "<f@g>"})
+}
+
 func TestParseInline(t *testing.T) {
 	tests := []struct {
 		name  string
