@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -73,6 +74,20 @@ func (s *Store) IndexQueueLast(ctx context.Context) (int64, error) {
 	var last int64
 	err := s.r.QueryRowContext(ctx, "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), 0)").Scan(&last)
 	return last, storageError(err)
+}
+
+// IndexQueuePending returns the newest sequence number after `after` queued for one
+// inbox, 0 when there is none. A search waits only for the changes of its own inbox, so
+// mail arriving in other inboxes never makes it wait, nor cuts the indexer's batches
+// short. It reads only the rows after `after` (the ones the index does not hold yet), by
+// the queue's primary key.
+func (s *Store) IndexQueuePending(ctx context.Context, inbox, after int64) (int64, error) {
+	var seq int64
+	err := s.r.QueryRowContext(noCancel(ctx), "SELECT seq FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq DESC LIMIT 1", after, inbox).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, storageError(err)
 }
 
 // IndexChanges returns up to limit queued changes after seq, in order.

@@ -35,10 +35,12 @@ type env struct {
 	index  *search.Indexer // the running indexer; closed at the end of the test
 	// configure, if set, adjusts the API server's configuration (newEnvWith).
 	configure func(*server.Config)
-	url       string
-	full      string // acme, every scope
-	readOnly  string // acme, inboxes:read + messages:read
-	other     string // account "other", every scope
+	// source, if set, wraps the store as the search indexer reads it (startIndex).
+	source   func(search.Source) search.Source
+	url      string
+	full     string // acme, every scope
+	readOnly string // acme, inboxes:read + messages:read
+	other    string // account "other", every scope
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
@@ -82,7 +84,11 @@ func (e *env) indexPath() string { return filepath.Join(e.dir, "inboxd.db.index"
 // the one before) and an API server over it; e.url is the new server's.
 func (e *env) startIndex(opts search.Options) {
 	e.t.Helper()
-	e.index = search.NewIndexer(e.indexPath(), server.SearchSource(e.store), opts)
+	src := server.SearchSource(e.store)
+	if e.source != nil {
+		src = e.source(src)
+	}
+	e.index = search.NewIndexer(e.indexPath(), src, opts)
 	qt.Assert(e.t, e.index.Start(context.Background()), qt.IsNil)
 	cfg := server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: e.index}
 	if e.configure != nil {

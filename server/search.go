@@ -71,6 +71,10 @@ func (src searchSource) QueueBounds(ctx context.Context) (int64, int64, error) {
 
 func (src searchSource) LastSeq(ctx context.Context) (int64, error) { return src.s.IndexQueueLast(ctx) }
 
+func (src searchSource) Pending(ctx context.Context, inbox, after int64) (int64, error) {
+	return src.s.IndexQueuePending(ctx, inbox, after)
+}
+
 func (src searchSource) Changes(ctx context.Context, after int64, limit int) ([]search.Change, error) {
 	rows, err := src.s.IndexChanges(ctx, after, limit)
 	out := make([]search.Change, len(rows))

@@ -3,12 +3,15 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,11 +41,17 @@ func newSearchEnv(t *testing.T) *searchEnv {
 // deliver stores received messages in the test inbox, one second apart, newest last.
 func (e *searchEnv) deliver(msgs ...db.NewMessage) []db.Stored {
 	e.t.Helper()
+	return e.deliverTo(e.inbox, msgs...)
+}
+
+// deliverTo is deliver to another inbox.
+func (e *searchEnv) deliverTo(in *db.Inbox, msgs ...db.NewMessage) []db.Stored {
+	e.t.Helper()
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range msgs {
 		m := &msgs[i]
 		e.n++
-		m.InboxID = e.inbox.ID
+		m.InboxID = in.ID
 		if m.MessageID == "" {
 			m.MessageID = fmt.Sprintf("<m%d@test>", e.n)
 		}
@@ -51,7 +60,7 @@ func (e *searchEnv) deliver(msgs ...db.NewMessage) []db.Stored {
 			m.From = "someone@example.org"
 		}
 		if m.To == nil {
-			m.To = []string{e.inbox.Address}
+			m.To = []string{in.Address}
 		}
 		if m.Timestamp.IsZero() {
 			m.Timestamp = base.Add(time.Duration(e.n) * time.Second)
@@ -70,13 +79,22 @@ func (e *searchEnv) search(q string, extra ...string) ([]string, string) {
 	for i := 0; i+1 < len(extra); i += 2 {
 		v.Set(extra[i], extra[i+1])
 	}
-	res := e.ok("searchMessages", "GET", inboxPath(e.inbox.Address)+"/messages/search?"+v.Encode(), e.full, nil)
+	res := e.ok("searchMessages", "GET", searchPath(e.inbox.Address, v), e.full, nil)
+	next, _ := res["nextPageToken"].(string)
+	return subjectsOf(res), next
+}
+
+func searchPath(address string, v url.Values) string {
+	return inboxPath(address) + "/messages/search?" + v.Encode()
+}
+
+// subjectsOf lists the subjects of a page of messages.
+func subjectsOf(page map[string]any) []string {
 	subjects := []string{}
-	for _, m := range res["messages"].([]any) {
+	for _, m := range page["messages"].([]any) {
 		subjects = append(subjects, m.(map[string]any)["subject"].(string))
 	}
-	next, _ := res["nextPageToken"].(string)
-	return subjects, next
+	return subjects
 }
 
 func TestSearchRanksSubjectAboveBody(t *testing.T) {
@@ -251,6 +269,97 @@ func TestSearchReadYourWrites(t *testing.T) {
 		got, _ := e.search("rutabaga", "limit", "1")
 		qt.Assert(t, got, qt.DeepEquals, []string{subject})
 	}
+}
+
+// TestSearchWaitsOnlyForItsInbox holds the indexer back while mail arrives in a second
+// inbox: a search in the first answers at once, and one in the second waits until the
+// indexer has its mail, then finds it.
+func TestSearchWaitsOnlyForItsInbox(t *testing.T) {
+	e := newSearchEnv(t)
+	qt.Assert(t, e.index.Close(), qt.IsNil)
+	gate := &gatedSource{open: make(chan struct{})}
+	gate.release()
+	e.source = func(s search.Source) search.Source { gate.Source = s; return gate }
+	// Long enough that a search which waits for the wrong inbox cannot pass.
+	e.startIndex(search.Options{Log: slog.New(slog.DiscardHandler), Wait: 10 * time.Minute})
+	e.deliver(db.NewMessage{Subject: "Parsnip here"})
+	got, _ := e.search("parsnip")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Parsnip here"})
+
+	other, err := e.store.InboxByAddress(context.Background(), "acme", e.createInbox("other"))
+	qt.Assert(t, err, qt.IsNil)
+	gate.hold()
+	e.deliverTo(other, db.NewMessage{Subject: "Parsnip there"})
+	v := url.Values{"query": {"parsnip"}}
+	here := e.searchAsync(searchPath(e.inbox.Address, v))
+	select {
+	case r := <-here:
+		qt.Assert(t, r.status, qt.Equals, http.StatusOK, qt.Commentf("%s", r.body))
+		qt.Assert(t, subjectsOf(r.json(t)), qt.DeepEquals, []string{"Parsnip here"})
+	case <-time.After(30 * time.Second):
+		gate.release() // lets the stuck search end, so the server can close
+		t.Fatal("a search waited for another inbox's mail to be indexed")
+	}
+	there := e.searchAsync(searchPath(other.Address, v))
+	select {
+	case r := <-there:
+		t.Fatalf("the search answered before its inbox's mail was indexed: %d %s", r.status, r.body)
+	case <-time.After(300 * time.Millisecond):
+	}
+	gate.release()
+	r := <-there
+	qt.Assert(t, r.status, qt.Equals, http.StatusOK, qt.Commentf("%s", r.body))
+	qt.Assert(t, subjectsOf(r.json(t)), qt.DeepEquals, []string{"Parsnip there"})
+}
+
+// searchAsync sends a search from another goroutine; its answer arrives on the channel.
+func (e *searchEnv) searchAsync(path string) <-chan response {
+	ch := make(chan response, 1)
+	req, err := http.NewRequest("GET", e.url+path, nil)
+	qt.Assert(e.t, err, qt.IsNil)
+	req.Header.Set("Authorization", "Bearer "+e.full)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			ch <- response{body: []byte(err.Error())}
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		ch <- response{status: res.StatusCode, header: res.Header, body: b}
+	}()
+	return ch
+}
+
+// gatedSource holds the indexer back: while the gate is shut it hands out no changes.
+type gatedSource struct {
+	search.Source
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
+}
+
+func (g *gatedSource) Changes(ctx context.Context, after int64, limit int) ([]search.Change, error) {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	select {
+	case <-open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Source.Changes(ctx, after, limit)
+}
+
+func (g *gatedSource) hold() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedSource) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
 }
 
 func TestSearchBadInput(t *testing.T) {
