@@ -139,7 +139,7 @@ func run(ctx context.Context, o options) error {
 		begin = time.Now() // the run's time starts once the machine is quiet enough
 	}
 	r := &results{when: time.Now().UTC(), quick: o.quick, cmdline: o.cmdline, machine: describeMachine(), sc: sc, levels: []int{1, 8, 64}}
-	r.loadBefore = loadavg()
+	r.loadBefore = benchkit.LoadAvg()
 	logf("load average %s", r.loadBefore)
 
 	dbPath := filepath.Join(dir, "bench.db")
@@ -182,7 +182,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer stopDNS()
 
-	r.loadServe = loadavg()
+	r.loadServe = benchkit.LoadAvg()
 	logf("start to healthy, %d starts; load average %s", sc.starts, r.loadServe)
 	var srv *server
 	for i := range sc.starts {
@@ -235,7 +235,7 @@ func run(ctx context.Context, o options) error {
 		logf("  cpu profile: %v", err)
 	}
 	logf("  accepted after %.2f s, all delivered after %.2f s", r.sends.Accepted.Seconds(), r.sends.Delivered.Seconds())
-	if err := drain(ctx, dbPath, sc.drainLimit); err != nil {
+	if err := benchkit.Drain(ctx, dbPath, sc.drainLimit); err != nil {
 		return err
 	}
 
@@ -263,7 +263,7 @@ func run(ctx context.Context, o options) error {
 		logf("  cpu profile: %v", err)
 	}
 	logf("  waiting for the index and triage queues to drain")
-	if err := drain(ctx, dbPath, sc.drainLimit); err != nil {
+	if err := benchkit.Drain(ctx, dbPath, sc.drainLimit); err != nil {
 		return err
 	}
 	after, err := usedBytes(dbPath)
@@ -303,7 +303,7 @@ func run(ctx context.Context, o options) error {
 		r.profiles = []string{"cpu-reads.pprof", "cpu-sends.pprof", "cpu-ingest.pprof", "heap.pprof", "cpu-generate.pprof (the harness generating the data set)"}
 		logf("profiles in %s: %s (go tool pprof -top %s %s)", o.profile, strings.Join(r.profiles, ", "), o.bin, filepath.Join(o.profile, "cpu-ingest.pprof"))
 	}
-	r.loadAfter = loadavg()
+	r.loadAfter = benchkit.LoadAvg()
 	r.took = time.Since(begin)
 
 	if err := os.MkdirAll(filepath.Dir(o.chart), 0o755); err != nil {
@@ -386,35 +386,6 @@ func usedBytes(path string) (int64, error) {
 	return (pages - free) * size, nil
 }
 
-// drain waits until the server has indexed, triaged and delivered everything queued.
-func drain(ctx context.Context, path string, limit time.Duration) error {
-	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(limit)
-	for {
-		var n int64
-		err := conn.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM index_queue) + (SELECT COUNT(*) FROM triage_queue)
-			+ (SELECT COUNT(*) FROM outbound)`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("queues still hold %d rows after %v", n, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 type machine struct {
 	cpus   int
 	memory string
@@ -449,20 +420,8 @@ func describeMachine() machine {
 	return m
 }
 
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func load1() float64 {
-	f := strings.Fields(loadavg())
+	f := strings.Fields(benchkit.LoadAvg())
 	if len(f) == 0 {
 		return 0
 	}
@@ -473,7 +432,7 @@ func load1() float64 {
 func waitForLoad(ctx context.Context, limit float64) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for load1() >= limit && time.Now().Before(deadline) && ctx.Err() == nil {
-		logf("load average %s: waiting for the 1-minute figure to fall below %.2f", loadavg(), limit)
+		logf("load average %s: waiting for the 1-minute figure to fall below %.2f", benchkit.LoadAvg(), limit)
 		time.Sleep(15 * time.Second)
 	}
 }

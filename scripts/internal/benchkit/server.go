@@ -1,0 +1,83 @@
+package benchkit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // Drain reads the server's database
+)
+
+// Drain waits until the server has finished the work behind what it acknowledged: the
+// search index, triage and outbound queues of the database at path are empty. It fails
+// after limit.
+func Drain(ctx context.Context, path string, limit time.Duration) error {
+	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(limit)
+	for {
+		var n int64
+		err := conn.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM index_queue) + (SELECT COUNT(*) FROM triage_queue)
+			+ (SELECT COUNT(*) FROM outbound)`).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("queues still hold %d rows after %v", n, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// CPUTime is the CPU time (user and system) a process has used so far: with the work
+// it did, a steadier figure than a rate on a machine whose speed drifts.
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name (which may hold spaces), from the state on.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("benchkit: short /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // utime, stime
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	// Linux reports clock ticks of 1/100 s (USER_HZ) on every architecture Go runs on.
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// LoadAvg is the machine's load average over 1, 5 and 15 minutes ("?" if unknown): beside
+// a figure, it tells how much else ran.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
