@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -202,11 +201,9 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 	if err != nil {
 		return nil, "", err
 	}
-	if c != nil {
-		q += " AND (i.created_at, i.id) > (?, ?)"
-		args = append(args, c.TS, c.ID)
-	}
-	q += " ORDER BY i.created_at, i.id LIMIT " + strconv.Itoa(limit+1)
+	page, pageArgs := keyset("i.created_at", "i.id", false, c, limit)
+	q += page
+	args = append(args, pageArgs...)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", storageError(err)
@@ -223,12 +220,7 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 	if err := rows.Err(); err != nil {
 		return nil, "", storageError(err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = s.encodeToken(scope, millis(last.CreatedAt.Time), last.ID)
-	}
+	out, next := cutPage(s, scope, out, limit, func(in Inbox) (int64, int64) { return millis(in.CreatedAt.Time), in.ID })
 	return out, next, nil
 }
 

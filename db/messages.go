@@ -527,21 +527,13 @@ func (s *Store) ListMessages(ctx context.Context, inboxID int64, f MessageFilter
 	if !f.has(LabelQuarantined) {
 		q.WriteString(" AND m.quarantined = 0")
 	}
-	if c != nil {
-		q.WriteString(" AND (m.ts, m.id) < (?, ?)")
-		args = append(args, c.TS, c.ID)
-	}
-	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(limit+1))
-	out, err := querySummariesOn(ctx, s.r, q.String(), args...)
+	page, pageArgs := keyset("m.ts", "m.id", true, c, limit)
+	q.WriteString(page)
+	out, err := querySummariesOn(ctx, s.r, q.String(), append(args, pageArgs...)...)
 	if err != nil {
 		return nil, "", storageError(err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = s.encodeToken(scope, millis(last.Timestamp.Time), last.ID)
-	}
+	out, next := cutPage(s, scope, out, limit, func(m Message) (int64, int64) { return millis(m.Timestamp.Time), m.ID })
 	return out, next, nil
 }
 

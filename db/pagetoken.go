@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -25,6 +26,35 @@ func listScope(parts ...string) string {
 func (s *Store) encodeToken(scope string, ts, id int64) string {
 	payload, _ := json.Marshal(cursor{Scope: scope, TS: ts, ID: id})
 	return s.signToken("", payload)
+}
+
+// keyset is the end of a page query over the (ts, id) columns: the rows after cursor c
+// (nil on the first page), in that order (newest first when desc), and one row more than
+// the page, which tells whether another page follows. It returns the SQL and its
+// arguments.
+func keyset(ts, id string, desc bool, c *cursor, limit int) (string, []any) {
+	cmp, dir := ">", ""
+	if desc {
+		cmp, dir = "<", " DESC"
+	}
+	var q string
+	var args []any
+	if c != nil {
+		q = " AND (" + ts + ", " + id + ") " + cmp + " (?, ?)"
+		args = []any{c.TS, c.ID}
+	}
+	return q + " ORDER BY " + ts + dir + ", " + id + dir + " LIMIT " + strconv.Itoa(limit+1), args
+}
+
+// cutPage drops the extra row keyset asked for and returns the token of the next page,
+// "" on the last one; key gives a row's (ts, id).
+func cutPage[T any](s *Store, scope string, rows []T, limit int, key func(T) (ts, id int64)) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	ts, id := key(rows[limit-1])
+	return rows, s.encodeToken(scope, ts, id)
 }
 
 // decodeToken returns the cursor of token, which must have been issued for scope.

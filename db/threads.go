@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 )
 
@@ -79,11 +78,9 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f MessageFilter,
 	if !f.has(LabelQuarantined) {
 		q.WriteString(" AND t.quarantined = 0")
 	}
-	if c != nil {
-		q.WriteString(" AND (t.last_ts, t.id) < (?, ?)")
-		args = append(args, c.TS, c.ID)
-	}
-	q.WriteString(" ORDER BY t.last_ts DESC, t.id DESC LIMIT " + strconv.Itoa(limit+1))
+	page, pageArgs := keyset("t.last_ts", "t.id", true, c, limit)
+	q.WriteString(page)
+	args = append(args, pageArgs...)
 	var rows []*threadRow
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		r, err := tx.QueryContext(ctx, q.String(), args...)
@@ -110,12 +107,7 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f MessageFilter,
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = s.encodeToken(scope, last.lastTS, last.ID)
-	}
+	rows, next := cutPage(s, scope, rows, limit, func(t *threadRow) (int64, int64) { return t.lastTS, t.ID })
 	out := make([]Thread, len(rows))
 	for i, t := range rows {
 		out[i] = t.Thread
