@@ -8,7 +8,7 @@ import (
 )
 
 // Writes share commits. A commit costs far more than the few rows of a send, a label
-// change or a delivery (with 16 KB pages it writes every dirty page to the WAL, and the
+// change or a delivery (it writes every dirty page to the WAL whole, and the
 // pages of the same index edges are dirtied again by the next write), so concurrent
 // writes go through one committer: while it commits, later writes queue, and the next
 // transaction takes all of them. Each write runs in a savepoint of its own, in arrival
