@@ -7,7 +7,7 @@ import "github.com/inboxd/inboxd/scripts/internal/benchkit"
 // the seed fixes the whole data set.
 type corpus struct{ *benchkit.Corpus }
 
-// newCorpus: 2,000 correspondents with a strong skew, as one company's inboxes see.
+// newCorpus is benchkit's company mail.
 func newCorpus(seed uint64) *corpus {
-	return &corpus{benchkit.New(benchkit.Config{Seed: seed, Vocabulary: 40000, Senders: 2000, SenderSkew: 2.5, Subjects: benchkit.Subjects})}
+	return &corpus{benchkit.CompanyMail(seed)}
 }

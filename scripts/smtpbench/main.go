@@ -1,6 +1,6 @@
 // Command smtpbench measures inboxd's mail throughput end to end: SMTP ingest of small
-// messages over concurrent connections, and API sends to a local inbox until every one
-// is delivered. It starts the binary it is given on a fresh database in a temporary
+// messages (English-like text from benchkit's company mail, as scripts/bench sends) over
+// concurrent connections, and API sends to a local inbox until every one is delivered. It starts the binary it is given on a fresh database in a temporary
 // directory, with its defaults: parsing, protection (SPF, DKIM and DMARC against a local
 // fake DNS, spam rules, antivirus), threading, the search index queue and the triage queue
 // are all on. It creates the inboxes it needs through the API, runs both measurements and
@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -164,14 +163,13 @@ func (s *server) stop() {
 
 // message returns a realistic message of about size bytes: a mail client's headers, a
 // text body, and for one message in four a reply to an earlier one (threading work).
-func message(i, size int, rcpt string, rng *rand.Rand) []byte {
+func message(i, size int, rcpt string, c *benchkit.Corpus) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Return-Path: <sender%d@%s>\r\n", i%300, benchkit.SenderDomain)
-	id := fmt.Sprintf("bench-%d-%d", i, rng.Int64())
-	benchkit.WriteIngestHeader(&b, i, rcpt, fmt.Sprintf("Order %d: question about delivery", i), time.Now(), id,
+	id := fmt.Sprintf("bench-%d-%d", i, c.Rng.Int64())
+	benchkit.WriteIngestHeader(&b, i, rcpt, c.Subject(), time.Now(), id,
 		func(j int) string { return fmt.Sprintf("bench-%d", j) })
-	words := []string{"order", "delivery", "invoice", "thanks", "please", "package", "tracking", "refund", "today", "tomorrow", "address", "café"}
-	benchkit.WriteWrapped(&b, size, func() string { return words[rng.IntN(len(words))] })
+	benchkit.WriteWrapped(&b, size, c.Word)
 	b.WriteString("\r\n")
 	return b.Bytes()
 }
@@ -179,13 +177,17 @@ func message(i, size int, rcpt string, rng *rand.Rand) []byte {
 func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, n, conns, size int) error {
 	msgs := make([][]byte, n)
 	to := make([]string, n)
-	rng := rand.New(rand.NewPCG(1, 2))
+	corpus := benchkit.CompanyMail(1)
 	for i := range n {
 		to[i] = rcpts[i%len(rcpts)]
-		msgs[i] = message(i, size, to[i], rng)
+		msgs[i] = message(i, size, to[i], corpus)
 	}
 	pid := srv.cmd.Process.Pid
 	cpu0, err := benchkit.CPUTime(pid)
+	if err != nil {
+		return err
+	}
+	wrote0, stored0, err := benchkit.WrittenBytes(pid)
 	if err != nil {
 		return err
 	}
@@ -203,8 +205,13 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  server CPU: %.0f us per message, until the index and triage queues were empty (load average %s)\n",
-		float64((cpu1-cpu0).Microseconds())/float64(res.N), benchkit.LoadAvg())
+	wrote1, stored1, err := benchkit.WrittenBytes(pid)
+	if err != nil {
+		return err
+	}
+	perMsg := func(v int64) float64 { return float64(v) / float64(res.N) }
+	fmt.Printf("  server, per message until the index and triage queues were empty: %.0f us of CPU, %.0f KB written (%.0f KB reached storage); load average %s\n",
+		perMsg((cpu1 - cpu0).Microseconds()), perMsg(wrote1-wrote0)/1000, perMsg(stored1-stored0)/1000, benchkit.LoadAvg())
 	return nil
 }
 

@@ -35,6 +35,12 @@ type Corpus struct {
 	subjects []string
 }
 
+// CompanyMail is the corpus of the whole-server and SMTP benchmarks: 2,000 correspondents
+// with a strong skew, as one company's inboxes see.
+func CompanyMail(seed uint64) *Corpus {
+	return New(Config{Seed: seed, Vocabulary: 40000, Senders: 2000, SenderSkew: 2.5, Subjects: Subjects})
+}
+
 // New builds the vocabulary and the senders; the order of its draws fixes every message
 // generated after it.
 func New(cfg Config) *Corpus {

@@ -81,3 +81,27 @@ func LoadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// WrittenBytes is what a process has written so far: through write(2) and its kind
+// (wchar), and to storage (write_bytes: what reached the block layer, so page-cache
+// writes of a file deleted before writeback do not count), from /proc/PID/io.
+func WrittenBytes(pid int) (syscalls, storage int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "wchar":
+			syscalls = n
+		case "write_bytes":
+			storage = n
+		}
+	}
+	return syscalls, storage, nil
+}
