@@ -46,6 +46,7 @@ type IndexDoc struct {
 	Body                          string
 	Attachments                   []string
 	Category, NeedsReply, Urgency string
+	TriagePending                 bool // waiting in the triage queue
 }
 
 // SearchStoreID identifies this database to its search index.
@@ -121,7 +122,8 @@ func (s *Store) TrimIndexQueue(ctx context.Context, through int64) error {
 // and not trashed (API-NOTES sections 4 and 7).
 const searchable = "m.quarantined = 0 AND NOT EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = 'trash')"
 
-const indexDocColumns = "m.id, m.inbox_id, m.ts, m.subject, m.from_addr, m.to_addrs, m.cc_addrs, m.body, m.tri_category, m.tri_reply, m.tri_urgency, m.attachment_count"
+const indexDocColumns = "m.id, m.inbox_id, m.ts, m.subject, m.from_addr, m.to_addrs, m.cc_addrs, m.body, m.tri_category, m.tri_reply, m.tri_urgency, m.attachment_count, " +
+	"EXISTS (SELECT 1 FROM triage_queue q WHERE q.message_id = m.id)"
 
 // IndexDocs returns the searchable messages among ids, in no particular order; a message
 // that is missing, trashed or quarantined is left out, which tells the indexer to drop it.
@@ -177,7 +179,7 @@ func queryIndexDocs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]I
 			attachmentRows int
 			body           []byte
 		)
-		if err := rows.Scan(&d.ID, &d.Inbox, &d.TS, &d.Subject, &d.From, &to, &cc, &body, &cat, &rep, &urg, &attachmentRows); err != nil {
+		if err := rows.Scan(&d.ID, &d.Inbox, &d.TS, &d.Subject, &d.From, &to, &cc, &body, &cat, &rep, &urg, &attachmentRows, &d.TriagePending); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -76,6 +76,9 @@ type Doc struct {
 	Attachments []string // filenames
 	// Complete triage results, "" when absent (API-NOTES section 8).
 	Category, NeedsReply, Urgency string
+	// TriagePending: the message waits for triage, whose result changes this document
+	// (the indexer holds such fresh mail back for a tick, to index it once).
+	TriagePending bool
 }
 
 // day is the UTC day of a timestamp in ms, as days since the epoch.
