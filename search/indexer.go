@@ -44,7 +44,10 @@ type Source interface {
 
 // Options tunes an Indexer; zero values take the defaults.
 type Options struct {
-	BatchSize int // queue rows per batch (default 1000)
+	// BatchSize is the most queue rows one batch applies (default 4000; fewer when their
+	// documents hold more than docBudget of text). Larger segments cost less to build and
+	// merge: on SMTP ingest 4000 took ~10% less CPU than 1000.
+	BatchSize int
 	// Poll is how often the queue is checked without a wake-up (default 1s). A search
 	// wakes the indexer and waits for what was committed to its inbox before it
 	// (read-your-writes), so the interval only sets how much the indexer gathers into one
@@ -88,7 +91,7 @@ type Indexer struct {
 // NewIndexer returns an indexer of the index directory path, fed from src.
 func NewIndexer(path string, src Source, opt Options) *Indexer {
 	if opt.BatchSize <= 0 {
-		opt.BatchSize = 1000
+		opt.BatchSize = 4000
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = time.Second
@@ -284,21 +287,13 @@ func (x *Indexer) step(ctx context.Context, urgent bool) (int, bool, error) {
 	if ix == nil {
 		return 0, false, ErrNotReady
 	}
-	var ids []int64
-	for _, c := range changes {
-		if c.Message != 0 {
-			ids = append(ids, c.Message)
-		}
-	}
-	docs, err := x.src.Docs(ctx, ids)
+	atHead := len(changes) < x.opt.BatchSize
+	byID, covered, err := x.docsFor(ctx, changes)
 	if err != nil {
 		return 0, false, err
 	}
-	byID := make(map[int64]*Doc, len(docs))
-	for i := range docs {
-		byID[docs[i].ID] = &docs[i]
-	}
-	changes, deferred := x.holdBack(changes, byID, urgent)
+	atHead = atHead && len(covered) == len(changes)
+	changes, deferred := x.holdBack(covered, byID, urgent || !atHead)
 	if len(changes) == 0 {
 		return 0, deferred, nil
 	}
@@ -338,6 +333,40 @@ func (x *Indexer) step(ctx context.Context, urgent bool) (int, bool, error) {
 	return len(changes), deferred, nil
 }
 
+// docChunk is how many changes' documents one read fetches; docBudget bounds the text of
+// the documents one step holds, so a step over large mail applies fewer changes.
+const (
+	docChunk  = 500
+	docBudget = 64 << 20
+)
+
+// docsFor reads the documents of changes, a chunk at a time, until docBudget bytes of text
+// are read. It returns them by message id, and the changes they cover (a prefix).
+func (x *Indexer) docsFor(ctx context.Context, changes []Change) (map[int64]*Doc, []Change, error) {
+	byID := make(map[int64]*Doc, len(changes))
+	size := 0
+	for start := 0; start < len(changes); start += docChunk {
+		if size > docBudget {
+			return byID, changes[:start], nil
+		}
+		var ids []int64
+		for _, c := range changes[start:min(start+docChunk, len(changes))] {
+			if c.Message != 0 {
+				ids = append(ids, c.Message)
+			}
+		}
+		docs, err := x.src.Docs(ctx, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range docs {
+			byID[docs[i].ID] = &docs[i]
+			size += len(docs[i].Body)
+		}
+	}
+	return byID, changes, nil
+}
+
 // holdBack returns the changes to apply now. Fresh mail is triaged within a moment of
 // its delivery, and the triage result changes its document, so a message indexed on
 // arrival was most often indexed again a tick later: measured on SMTP ingest, a quarter
@@ -348,10 +377,10 @@ func (x *Indexer) step(ctx context.Context, urgent bool) (int, bool, error) {
 // once. A change is held back at most once (it is no longer new at the next tick), so a
 // slow triage delays it by one tick and no more; a search never waits for it, as a
 // search wakes the indexer, which then applies everything.
-func (x *Indexer) holdBack(changes []Change, byID map[int64]*Doc, urgent bool) ([]Change, bool) {
+func (x *Indexer) holdBack(changes []Change, byID map[int64]*Doc, applyAll bool) ([]Change, bool) {
 	seen := x.seen
 	x.seen = max(x.seen, changes[len(changes)-1].Seq)
-	if urgent || len(changes) >= x.opt.BatchSize {
+	if applyAll {
 		return changes, false
 	}
 	for i, c := range changes {
