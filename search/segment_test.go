@@ -1,0 +1,255 @@
+package search
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
+	zap "github.com/blevesearch/zapx/v17"
+	qt "github.com/frankban/quicktest"
+)
+
+// analyzedDocs builds and analyzes the documents of ds as scorch does before handing them
+// to the segment plugin.
+func analyzedDocs(ds []*Doc) []index.Document {
+	out := make([]index.Document, len(ds))
+	for i, d := range ds {
+		doc := d.document()
+		doc.AddIDField()
+		analyzeDoc(doc)
+		out[i] = doc
+	}
+	return out
+}
+
+func analyzeDoc(doc *document.Document) {
+	doc.VisitFields(func(f index.Field) {
+		if f.Options().IsIndexed() {
+			f.Analyze()
+		}
+	})
+}
+
+// segmentBytes is the file zapx would persist for sb.
+func segmentBytes(t testing.TB, sb *zap.SegmentBase) []byte {
+	var buf bytes.Buffer
+	_, err := sb.WriteTo(&buf)
+	qt.Assert(t, err, qt.IsNil)
+	b := buf.Bytes()
+	// The footer's CRC covers everything before it.
+	qt.Assert(t, binary.BigEndian.Uint32(b[len(b)-4:]), qt.Equals, crc32.ChecksumIEEE(b[:len(b)-4]))
+	return b
+}
+
+// sortSections puts the section addresses of each field of a segment file in ascending
+// order of section, and recomputes the CRC: zapx writes them in Go's random map order.
+func sortSections(t testing.TB, b []byte) []byte {
+	b = slices.Clone(b)
+	footer := len(b) - zap.FooterSize // the writer id is empty
+	sectionsIndex := binary.BigEndian.Uint64(b[footer+4+8+8:])
+	p := int(sectionsIndex)
+	nFields, n := binary.Uvarint(b[p:])
+	p += n
+	for i := 0; i < int(nFields); i++ {
+		f := int(binary.BigEndian.Uint64(b[p+8*i:]))
+		l, n := binary.Uvarint(b[f:])
+		f += n + int(l)
+		_, n = binary.Uvarint(b[f:]) // options
+		f += n
+		nSec, n := binary.Uvarint(b[f:])
+		f += n
+		pairs := make([][]byte, nSec)
+		for j := range pairs {
+			pairs[j] = slices.Clone(b[f+10*j : f+10*j+10])
+		}
+		slices.SortFunc(pairs, bytes.Compare)
+		copy(b[f:], bytes.Join(pairs, nil))
+	}
+	binary.BigEndian.PutUint32(b[len(b)-4:], crc32.ChecksumIEEE(b[:len(b)-4]))
+	return b
+}
+
+// checkSameSegment builds the segment of docs with zapx and with buildSegment and
+// requires the same file.
+func checkSameSegment(t testing.TB, docs []index.Document) {
+	t.Helper()
+	want, _, err := (&zap.ZapPlugin{}).New(docs)
+	qt.Assert(t, err, qt.IsNil)
+	got, size, err := buildSegment(docs, nil)
+	qt.Assert(t, err, qt.IsNil)
+	wb := sortSections(t, segmentBytes(t, want.(*zap.SegmentBase)))
+	gb := segmentBytes(t, got)
+	qt.Assert(t, size, qt.Equals, uint64(len(gb)-zap.FooterSize))
+	if !bytes.Equal(gb, wb) {
+		i := 0
+		for i < len(gb) && i < len(wb) && gb[i] == wb[i] {
+			i++
+		}
+		t.Fatalf("%d documents: segments differ from byte %d (sizes %d and %d)", len(docs), i, len(gb), len(wb))
+	}
+	qt.Assert(t, got.Count(), qt.Equals, uint64(len(docs)))
+}
+
+// randomDoc makes a message with the edge cases of each field: empty, unicode, at the caps.
+func randomDoc(rng *rand.Rand, id int64) *Doc {
+	text := func(max int) string {
+		switch rng.IntN(8) {
+		case 0:
+			return ""
+		case 1: // past the cap
+			var b strings.Builder
+			for b.Len() < max+100 {
+				b.WriteString(randomText(rng))
+				b.WriteString(" ")
+			}
+			return b.String()
+		default:
+			return randomText(rng)
+		}
+	}
+	d := &Doc{ID: id, Inbox: rng.Int64N(5), TS: rng.Int64N(4e12) - 1e12,
+		Subject: text(MaxSubject), From: text(MaxFrom), Body: text(MaxBody)}
+	for range rng.IntN(4) {
+		d.To = append(d.To, text(MaxTo/2))
+	}
+	for range rng.IntN(3) {
+		d.Attachments = append(d.Attachments, randomText(rng)+".pdf")
+	}
+	if rng.IntN(3) == 0 {
+		d.Category, d.NeedsReply, d.Urgency = []string{"billing", "support", "other"}[rng.IntN(3)], "yes", fmt.Sprint(rng.IntN(4))
+	}
+	return d
+}
+
+func randomDocs(seed uint64, n int) []*Doc {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	ds := make([]*Doc, n)
+	for i := range ds {
+		ds[i] = randomDoc(rng, int64(i+1))
+	}
+	return ds
+}
+
+// Our segments are byte for byte zapx's for the same documents, across zapx's chunk size
+// (1,024 postings) and bitmap container (4,096) boundaries.
+func TestSegmentSameAsZapx(t *testing.T) {
+	for i, n := range []int{1, 2, 3, 1023, 1024, 1025, 3000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			checkSameSegment(t, analyzedDocs(randomDocs(uint64(i), n)))
+		})
+	}
+	// Keywords of every message (inbox, day) make terms of 5,000 postings: several
+	// chunks and a bitmap container.
+	t.Run("dense", func(t *testing.T) {
+		ds := make([]*Doc, 5000)
+		for i := range ds {
+			ds[i] = &Doc{ID: int64(i), Inbox: 1, TS: 1.7e12, Subject: fmt.Sprintf("w%d common", i%7), Body: "x"}
+		}
+		checkSameSegment(t, analyzedDocs(ds))
+	})
+	t.Run("empty", func(t *testing.T) {
+		checkSameSegment(t, analyzedDocs([]*Doc{{ID: 1}, {ID: 2, Body: "a"}}))
+	})
+}
+
+// A batch the builder does not handle is refused, and the plugin builds it with zapx.
+func TestSegmentRefusesOthers(t *testing.T) {
+	// Each change adds an analyzed field to the second document.
+	textField := func(name string, opts index.FieldIndexingOptions, ap []uint64) *document.TextField {
+		f := document.NewTextFieldCustom(name, ap, []byte("value"), opts, nil)
+		f.Analyze()
+		return f
+	}
+	cases := map[string]func(*document.Document){
+		"doc values":      func(d *document.Document) { d.AddField(textField("dv", index.IndexField|index.DocValues, nil)) },
+		"array positions": func(d *document.Document) { d.AddField(textField("ap", index.IndexField, []uint64{1})) },
+		"repeated field":  func(d *document.Document) { d.AddField(textField(fInbox, index.IndexField, nil)) },
+		"other field type": func(d *document.Document) {
+			f := document.NewNumericField("num", nil, 42)
+			f.Analyze()
+			d.AddField(f)
+		},
+		"composite": func(d *document.Document) {
+			d.AddField(document.NewCompositeField("_all", true, nil, nil))
+		},
+		"location of another field": func(d *document.Document) {
+			f := textField("loc", index.IndexField|index.IncludeTermVectors, nil)
+			f.AnalyzedTokenFrequencies()["value"].Locations[0].Field = fSubject
+			d.AddField(f)
+		},
+		"no stored id": func(d *document.Document) {
+			d.Fields = slices.DeleteFunc(d.Fields, func(f document.Field) bool { return f.Name() == "_id" })
+			d.AddField(textField("_id", index.IndexField, nil))
+		},
+	}
+	// A batch that could fill a bitmap container (roaring would make it a run).
+	_, _, err := buildSegment(make([]index.Document, 1<<16), nil)
+	qt.Assert(t, err, qt.Equals, errSegmentUnsupported)
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			// New documents for each build: zapx merges a repeated field's frequencies
+			// into the first one's.
+			docs := func() []index.Document {
+				docs := analyzedDocs(randomDocs(9, 3))
+				change(docs[1].(*document.Document))
+				return docs
+			}
+			_, _, err := buildSegment(docs(), nil)
+			qt.Assert(t, err, qt.Equals, errSegmentUnsupported)
+			if name == "no stored id" {
+				return // zapx cannot build it either
+			}
+			want, _, err := (&zap.ZapPlugin{}).New(docs())
+			qt.Assert(t, err, qt.IsNil)
+			got, _, err := (&segPlugin{}).New(docs())
+			qt.Assert(t, err, qt.IsNil)
+			qt.Assert(t, bytes.Equal(sortSections(t, segmentBytes(t, got.(*zap.SegmentBase))),
+				sortSections(t, segmentBytes(t, want.(*zap.SegmentBase)))), qt.IsTrue)
+		})
+	}
+}
+
+// appendRoaring writes what roaring writes for the same numbers, across containers and
+// both container kinds.
+func TestAppendRoaring(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 4095, 4096, 4097, 9000, 65535, 70000} {
+		for _, span := range []uint32{uint32(n), 1 << 16, 1 << 18} {
+			if n >= 1<<16 && span <= uint32(n) {
+				continue // a full container, which roaring makes a run (see buildSegment)
+			}
+			seen := map[uint32]bool{}
+			var docs []uint32
+			for len(docs) < n && len(docs) < int(span) {
+				d := rng.Uint32N(span)
+				if !seen[d] {
+					seen[d] = true
+					docs = append(docs, d)
+				}
+			}
+			slices.Sort(docs)
+			refs := make([]segRef, len(docs))
+			for i, d := range docs {
+				refs[i].doc = d
+			}
+			bm := roaring.New() // as zapx builds it
+			for _, d := range docs {
+				bm.Add(d)
+			}
+			want, err := bm.ToBytes()
+			qt.Assert(t, err, qt.IsNil)
+			got := appendRoaring(nil, refs)
+			l, k := binary.Uvarint(got)
+			qt.Assert(t, int(l), qt.Equals, len(got)-k)
+			qt.Assert(t, bytes.Equal(got[k:], want), qt.IsTrue, qt.Commentf("%d numbers in %d", n, span))
+		}
+	}
+}
