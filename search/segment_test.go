@@ -2,16 +2,19 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
 	zap "github.com/blevesearch/zapx/v17"
 	qt "github.com/frankban/quicktest"
@@ -252,4 +255,152 @@ func TestAppendRoaring(t *testing.T) {
 			qt.Assert(t, bytes.Equal(got[k:], want), qt.IsTrue, qt.Commentf("%d numbers in %d", n, span))
 		}
 	}
+}
+
+// benchDocs makes n messages like the search benchmark's: 1-4 KB bodies of words drawn
+// with a Zipf law from the common words and 60,000 others.
+func benchDocs(n int) []*Doc {
+	rng := rand.New(rand.NewPCG(5, 6))
+	vocab := slices.Clone(commonList)
+	for i := 0; len(vocab) < 60000; i++ {
+		w := make([]byte, 3+rng.IntN(8))
+		for j := range w {
+			w[j] = byte('a' + rng.IntN(26))
+		}
+		vocab = append(vocab, string(w))
+	}
+	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
+	words := func(size int) string {
+		var b strings.Builder
+		for b.Len() < size {
+			b.WriteString(vocab[zipf.Uint64()])
+			b.WriteString([]string{" ", " ", " ", ", ", ". "}[rng.IntN(5)])
+		}
+		return b.String()
+	}
+	ds := make([]*Doc, n)
+	for i := range ds {
+		from := fmt.Sprintf("%s %s <%s@%s.com>", vocab[rng.IntN(2000)], vocab[rng.IntN(2000)], vocab[rng.IntN(500)], vocab[rng.IntN(300)])
+		ds[i] = &Doc{ID: int64(i + 1), Inbox: 1, TS: 1.7e12 + int64(i)*60000, Subject: words(40), From: from,
+			To: []string{"me@example.com"}, Body: words(1024 + rng.IntN(3072))}
+		if rng.IntN(10) == 0 {
+			ds[i].Attachments = []string{vocab[rng.IntN(len(vocab))] + ".pdf"}
+		}
+		if rng.IntN(3) > 0 {
+			ds[i].Category, ds[i].NeedsReply, ds[i].Urgency = "billing", "yes", "high"
+		}
+	}
+	return ds
+}
+
+// The builders on the same analyzed documents (a rebuild's batch of 2,000 messages).
+func BenchmarkSegmentZapx(b *testing.B) {
+	benchmarkSegment(b, func(docs []index.Document) error {
+		_, _, err := (&zap.ZapPlugin{}).New(docs)
+		return err
+	})
+}
+
+func BenchmarkSegmentOurs(b *testing.B) {
+	benchmarkSegment(b, func(docs []index.Document) error {
+		_, _, err := buildSegment(docs, nil)
+		return err
+	})
+}
+
+func benchmarkSegment(b *testing.B, build func([]index.Document) error) {
+	docs := analyzedDocs(benchDocs(RebuildBatch))
+	postings := 0
+	for _, d := range docs {
+		d.VisitFields(func(f index.Field) { postings += len(f.AnalyzedTokenFrequencies()) })
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := build(docs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(docs)), "µs/msg")
+	b.ReportMetric(float64(postings)/float64(len(docs)), "postings/msg")
+}
+
+// An index built through our plugin answers every search as one built by zapx, before and
+// after its segments are persisted, merged and reopened.
+func TestIndexSameAsWithZapx(t *testing.T) {
+	ds := randomDocs(21, 900)
+	byID := map[int64]*Doc{}
+	for _, d := range ds {
+		byID[d.ID] = d
+	}
+	build := func(path string) *Index {
+		ix, _, err := Open(path)
+		qt.Assert(t, err, qt.IsNil)
+		for i := 0; i < len(ds); i += 300 {
+			bt := ix.NewBatch()
+			for _, d := range ds[i : i+300] {
+				bt.Put(d)
+			}
+			if i > 0 { // deletes of messages in the segments before
+				bt.Delete(ds[i-7].TS, ds[i-7].ID)
+				bt.Delete(ds[i/2].TS, ds[i/2].ID)
+			}
+			applyWait(t, ix, bt, int64(i+1))
+		}
+		return ix
+	}
+	dir := t.TempDir()
+	// The reference, with zapx's own plugin in ours' place.
+	scorch.RegisterSegmentPlugin(&zap.ZapPlugin{}, true)
+	restored := false
+	restore := func() {
+		if !restored {
+			scorch.RegisterSegmentPlugin(&segPlugin{}, true)
+			restored = true
+		}
+	}
+	defer restore()
+	before := segmentsBuilt.Load()
+	ref := build(filepath.Join(dir, "zapx.index"))
+	restore()
+	qt.Assert(t, segmentsBuilt.Load(), qt.Equals, before)
+	ours := build(filepath.Join(dir, "ours.index"))
+	qt.Assert(t, segmentsBuilt.Load() >= before+3, qt.IsTrue)
+
+	confirm := func(_ context.Context, ids []int64) ([]Doc, error) {
+		var out []Doc
+		for _, id := range ids {
+			out = append(out, *byID[id])
+		}
+		return out, nil
+	}
+	queries := []string{"the", "alice example", `"let me know"`, `"follow up"`, "from:alice", "to:example.com",
+		"has:attachment", "café", "東京", "-the", "naïve OR istanbul", `subject:"in you"`, "v1 -mail", "zzzz",
+		"x.pdf", `"of and"`, "ｶﾀｶﾅ", "me -know", "org co uk"}
+	compare := func() {
+		t.Helper()
+		hits := 0
+		for _, qs := range queries {
+			for inbox := int64(0); inbox < 5; inbox++ {
+				req := Request{Inbox: inbox, Query: Parse(qs), Limit: 1000}
+				want, err := ref.search(context.Background(), req, 1001, confirm)
+				qt.Assert(t, err, qt.IsNil)
+				got, err := ours.search(context.Background(), req, 1001, confirm)
+				qt.Assert(t, err, qt.IsNil)
+				qt.Assert(t, got, qt.DeepEquals, want, qt.Commentf("%s in inbox %d", qs, inbox))
+				hits += len(want)
+			}
+		}
+		qt.Assert(t, hits > 2000, qt.IsTrue, qt.Commentf("%d hits", hits))
+	}
+	compare()
+	qt.Assert(t, ref.Close(), qt.IsNil)
+	qt.Assert(t, ours.Close(), qt.IsNil)
+	var err error
+	ref, _, err = Open(filepath.Join(dir, "zapx.index"))
+	qt.Assert(t, err, qt.IsNil)
+	defer ref.Close()
+	ours, _, err = Open(filepath.Join(dir, "ours.index"))
+	qt.Assert(t, err, qt.IsNil)
+	defer ours.Close()
+	compare()
 }
