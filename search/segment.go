@@ -2,6 +2,8 @@ package search
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"slices"
@@ -50,6 +52,7 @@ type segBuilder struct {
 	locs     []segLoc
 	grouped  []segRef // postings grouped by term (segTerm.start), each group by document
 	next     []uint32 // groupPostings: where each term's next posting goes
+	sortKeys []termKey
 
 	stored    []segStored // the current document's stored values
 	storedIdx []uint64    // offset of each document's stored values
@@ -293,7 +296,7 @@ func (b *segBuilder) groupPostings() {
 // its inverted-index section.
 func (b *segBuilder) writeField(id uint16) (uint64, error) {
 	fl := &b.fields[id]
-	slices.SortFunc(fl.terms, func(x, y uint32) int { return strings.Compare(b.terms[x].term, b.terms[y].term) })
+	b.sortTerms(fl.terms)
 	if err := b.resetFST(); err != nil {
 		return 0, err
 	}
@@ -317,6 +320,33 @@ func (b *segBuilder) writeField(id uint16) (uint64, error) {
 	b.out = appendUvarint(b.out, noDocValues)
 	b.out = appendUvarint(b.out, dictOffset)
 	return addr, nil
+}
+
+// sortTerms sorts term ids by their terms. Most comparisons are decided by the first
+// eight bytes, compared as one number (zero-padded: a shorter term that ties with a
+// longer one's prefix is decided by the strings).
+func (b *segBuilder) sortTerms(ids []uint32) {
+	keys := slices.Grow(b.sortKeys[:0], len(ids))
+	for _, id := range ids {
+		var k [8]byte
+		copy(k[:], b.terms[id].term)
+		keys = append(keys, termKey{prefix: binary.BigEndian.Uint64(k[:]), id: id})
+	}
+	slices.SortFunc(keys, func(x, y termKey) int {
+		if x.prefix != y.prefix {
+			return cmp.Compare(x.prefix, y.prefix)
+		}
+		return strings.Compare(b.terms[x.id].term, b.terms[y.id].term)
+	})
+	for i, k := range keys {
+		ids[i] = k.id
+	}
+	b.sortKeys = keys
+}
+
+type termKey struct {
+	prefix uint64
+	id     uint32
 }
 
 func (b *segBuilder) resetFST() error {
