@@ -116,9 +116,10 @@ var segBuilderPool = sync.Pool{New: func() any { return &segBuilder{fieldIDs: ma
 // errSegmentUnsupported without side effects if docs hold something the builder does
 // not handle.
 func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.SegmentBase, uint64, error) {
-	if len(docs) == 0 || len(docs) >= 1<<16 {
+	if len(docs) == 0 || len(docs) >= 1<<16 || segSections == nil || zap.DefaultChunkMode != chunkMode {
 		// Past 65,535 documents a term can fill one of roaring's containers, which roaring
-		// turns into a run container (appendRoaring writes none).
+		// turns into a run container (appendRoaring writes none). The sections and the
+		// chunking are zapx's as this package knows them (segment_write.go).
 		return nil, 0, errSegmentUnsupported
 	}
 	b := segBuilderPool.Get().(*segBuilder)

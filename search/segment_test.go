@@ -198,6 +198,11 @@ func TestSegmentRefusesOthers(t *testing.T) {
 	// A batch that could fill a bitmap container (roaring would make it a run).
 	_, _, err := buildSegment(make([]index.Document, 1<<16), nil)
 	qt.Assert(t, err, qt.Equals, errSegmentUnsupported)
+	// Another chunk mode than the one the builder writes.
+	zap.DefaultChunkMode = 1025
+	_, _, err = buildSegment(analyzedDocs(randomDocs(9, 3)), nil)
+	zap.DefaultChunkMode = chunkMode
+	qt.Assert(t, err, qt.Equals, errSegmentUnsupported)
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			// New documents for each build: zapx merges a repeated field's frequencies

@@ -18,14 +18,17 @@ import (
 const noDocValues = math.MaxUint64
 
 // segSections are the sections zapx writes for every field, in a zapx built without the
-// "vectors" tag: the inverted index, and the synonym and geo-shape sections, which our
-// fields never use (address 0). zapx lists them in map order; the order carries no
-// meaning, so they are written here in ascending order.
+// "vectors" tag (segment_vectors.go): the inverted index, and the synonym and geo-shape
+// sections, which our fields never use (address 0). zapx lists them in map order; the
+// order carries no meaning, so they are written here in ascending order.
 var segSections = []uint16{zap.SectionInvertedTextIndex, zap.SectionSynonymIndex, zap.SectionGeoShapeV2Index}
 
-// Postings are cut into chunks of documents for skipping; chunkDocs is zapx's target
-// number of postings a chunk (its default chunk mode, 1026).
-const chunkDocs = 1024
+// Postings are cut into chunks of documents for skipping. In zapx's chunk mode 1026 (its
+// default) a term's postings are cut into len/chunkDocs+1 chunks of equal document ranges.
+const (
+	chunkMode = 1026
+	chunkDocs = 1024
+)
 
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 
