@@ -247,6 +247,12 @@ func (b *segBuilder) addDocument(doc uint32, d index.Document) error {
 // addPostings adds a posting of doc for each term of field f.
 func (b *segBuilder) addPostings(doc uint32, id uint16, fl *segField, f index.Field) error {
 	norm := uint32(f.AnalyzedLength())
+	// Our body and keyword fields have neither frequencies nor locations (fields.go): their
+	// term frequencies need not be read, which saves a cache miss a posting.
+	bare := false
+	if ff, ok := f.(*field); ok {
+		bare = ff.kind == kindBody || ff.kind == kindKeyword
+	}
 	for term, tf := range f.AnalyzedTokenFrequencies() {
 		t, ok := fl.dict[term]
 		if !ok {
@@ -257,7 +263,9 @@ func (b *segBuilder) addPostings(doc uint32, id uint16, fl *segField, f index.Fi
 		}
 		b.terms[t].count++
 		ref := segRef{doc: doc}
-		if freq := tf.Frequency(); freq > 0 || len(tf.Locations) > 0 {
+		if bare {
+			// nothing but the document
+		} else if freq := tf.Frequency(); freq > 0 || len(tf.Locations) > 0 {
 			start := len(b.locs)
 			for _, l := range tf.Locations {
 				if l.Field != "" || len(l.ArrayPositions) > 0 {
