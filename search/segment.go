@@ -113,8 +113,8 @@ type segStored struct {
 var segBuilderPool = sync.Pool{New: func() any { return &segBuilder{fieldIDs: map[string]uint16{}} }}
 
 // buildSegment builds the segment of docs as zapx's New would, or returns
-// errSegmentUnsupported without side effects if docs hold something the builder does
-// not handle.
+// errSegmentUnsupported if docs hold something the builder does not handle (the
+// documents are left as they were, for zapx to build).
 func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.SegmentBase, uint64, error) {
 	if len(docs) == 0 || len(docs) >= 1<<16 || segSections == nil || zap.DefaultChunkMode != chunkMode {
 		// Past 65,535 documents a term can fill one of roaring's containers, which roaring
@@ -236,7 +236,7 @@ func (b *segBuilder) addDocument(doc uint32, d index.Document) error {
 			err = verr
 			return
 		}
-		err = b.addPostings(doc, id, fl, f)
+		err = b.addPostings(doc, fl, f)
 	})
 	if err != nil {
 		return err
@@ -245,7 +245,7 @@ func (b *segBuilder) addDocument(doc uint32, d index.Document) error {
 }
 
 // addPostings adds a posting of doc for each term of field f.
-func (b *segBuilder) addPostings(doc uint32, id uint16, fl *segField, f index.Field) error {
+func (b *segBuilder) addPostings(doc uint32, fl *segField, f index.Field) error {
 	norm := uint32(f.AnalyzedLength())
 	// Our body and keyword fields have neither frequencies nor locations (fields.go): their
 	// term frequencies need not be read, which saves a cache miss a posting.
@@ -263,9 +263,7 @@ func (b *segBuilder) addPostings(doc uint32, id uint16, fl *segField, f index.Fi
 		}
 		b.terms[t].count++
 		ref := segRef{doc: doc}
-		if bare {
-			// nothing but the document
-		} else if freq := tf.Frequency(); freq > 0 || len(tf.Locations) > 0 {
+		if !bare && (tf.Frequency() > 0 || len(tf.Locations) > 0) {
 			start := len(b.locs)
 			for _, l := range tf.Locations {
 				if l.Field != "" || len(l.ArrayPositions) > 0 {
@@ -273,7 +271,7 @@ func (b *segBuilder) addPostings(doc uint32, id uint16, fl *segField, f index.Fi
 				}
 				b.locs = append(b.locs, segLoc{pos: uint64(l.Position), start: uint64(l.Start), end: uint64(l.End)})
 			}
-			b.freqs = append(b.freqs, segFreq{freq: uint64(freq), norm: norm, locStart: uint32(start), locEnd: uint32(len(b.locs))})
+			b.freqs = append(b.freqs, segFreq{freq: uint64(tf.Frequency()), norm: norm, locStart: uint32(start), locEnd: uint32(len(b.locs))})
 			ref.freq = uint32(len(b.freqs))
 		}
 		b.postings = append(b.postings, segPosting{term: t, ref: ref})
