@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v17"
 	qt "github.com/frankban/quicktest"
 )
@@ -422,4 +424,35 @@ func TestIndexSameAsWithZapx(t *testing.T) {
 	qt.Assert(t, err, qt.IsNil)
 	defer ours.Close()
 	compare()
+}
+
+// zapx merges our segments into the file it makes of its own, with deleted documents.
+func TestSegmentMergesAsZapx(t *testing.T) {
+	batches := [][]index.Document{analyzedDocs(randomDocs(31, 300)), analyzedDocs(randomDocs(32, 1030))}
+	drops := []*roaring.Bitmap{roaring.BitmapOf(0, 5, 299), roaring.BitmapOf(3, 1024, 1025)}
+	dir := t.TempDir()
+	merge := func(name string, build func([]index.Document) (segment.Segment, error)) ([]byte, [][]uint64) {
+		var segs []segment.Segment
+		for _, docs := range batches {
+			s, err := build(docs)
+			qt.Assert(t, err, qt.IsNil)
+			segs = append(segs, s)
+		}
+		path := filepath.Join(dir, name)
+		nums, _, err := (&zap.ZapPlugin{}).Merge(segs, drops, path, nil, nil)
+		qt.Assert(t, err, qt.IsNil)
+		b, err := os.ReadFile(path)
+		qt.Assert(t, err, qt.IsNil)
+		return sortSections(t, b), nums
+	}
+	want, wantNums := merge("zapx.zap", func(docs []index.Document) (segment.Segment, error) {
+		s, _, err := (&zap.ZapPlugin{}).New(docs)
+		return s, err
+	})
+	got, gotNums := merge("ours.zap", func(docs []index.Document) (segment.Segment, error) {
+		s, _, err := buildSegment(docs, nil)
+		return s, err
+	})
+	qt.Assert(t, gotNums, qt.DeepEquals, wantNums)
+	qt.Assert(t, bytes.Equal(got, want), qt.IsTrue)
 }
