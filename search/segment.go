@@ -1,0 +1,386 @@
+package search
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"github.com/blevesearch/vellum"
+	zap "github.com/blevesearch/zapx/v17"
+)
+
+// The segments of a batch are built here rather than by zapx: the bytes are the same as
+// zapx.New writes for the same documents (segment_test.go checks them byte for byte), so
+// scorch opens, searches and merges them with zapx as before, but the building is cheaper.
+// zapx keeps per posting a bitmap insert, two map lookups and a copy of the term for doc
+// values; here each posting is one map lookup and an append to a flat list, which is then
+// grouped by term in one counting sort (documents arrive in order, so every term's
+// postings come out sorted by document), and each term's bitmap is written straight from
+// its sorted document numbers.
+//
+// Only what this package's documents hold is handled: plain fields (ours and bleve's _id),
+// no doc values, array positions, composite or nested documents, and each field at most
+// once a document. Anything else is refused (errSegmentUnsupported) and the batch is built
+// by zapx itself (segment_plugin.go).
+
+var errSegmentUnsupported = errors.New("search: batch not supported by the segment builder")
+
+// segmentsBuilt counts the segments buildSegment built (tests check the plugin is used).
+var segmentsBuilt atomic.Uint64
+
+// segBuilder holds the working memory of building one segment; it is reused across
+// segments (segBuilderPool).
+type segBuilder struct {
+	numDocs int
+
+	fields   []segField // by field id: _id first, then the others by name
+	fieldIDs map[string]uint16
+
+	terms    []segTerm    // every distinct term of every field, in order of first sight
+	postings []segPosting // in document order
+	freqs    []segFreq    // of the postings that have a frequency or locations
+	locs     []segLoc
+	grouped  []segRef // postings grouped by term (segTerm.start), each group by document
+	next     []uint32 // groupPostings: where each term's next posting goes
+	sortKeys []termKey
+
+	stored    []segStored // the current document's stored values
+	storedIdx []uint64    // offset of each document's stored values
+	storedBuf []byte      // the current document's stored bytes, before compression
+	snappyBuf []byte
+
+	out     []byte // the segment
+	scratch []byte
+	ends    []uint64
+	fst     *vellum.Builder
+	fstBuf  bytes.Buffer
+	lastOut int // size of the previous segment, to size the next one's buffer
+}
+
+type segField struct {
+	name  string
+	opts  index.FieldIndexingOptions
+	dict  map[string]uint32 // term -> index in segBuilder.terms
+	terms []uint32          // the field's terms (sorted before writing)
+	seen  int               // 1 + the last document holding the field
+}
+
+type segTerm struct {
+	term  string
+	count uint32 // postings
+	start uint32 // first of its postings in segBuilder.grouped
+}
+
+type segPosting struct {
+	term uint32
+	ref  segRef
+}
+
+// segRef is a posting of a known term: the document and, if it has a frequency or
+// locations, 1 + its index in segBuilder.freqs.
+type segRef struct {
+	doc  uint32
+	freq uint32
+}
+
+type segFreq struct {
+	freq     uint64
+	norm     uint32 // the field's analyzed length, which zapx keeps as the norm's bits
+	locStart uint32
+	locEnd   uint32
+}
+
+type segLoc struct {
+	pos, start, end uint64
+}
+
+type segStored struct {
+	field uint16
+	typ   byte
+	value []byte
+}
+
+var segBuilderPool = sync.Pool{New: func() any { return &segBuilder{fieldIDs: map[string]uint16{}} }}
+
+// buildSegment builds the segment of docs as zapx's New would, or returns
+// errSegmentUnsupported if docs hold something the builder does not handle (the
+// documents are left as they were, for zapx to build).
+func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.SegmentBase, uint64, error) {
+	if len(docs) == 0 || len(docs) >= 1<<16 || segSections == nil || zap.DefaultChunkMode != chunkMode {
+		// Past 65,535 documents a term can fill one of roaring's containers, which roaring
+		// turns into a run container (appendRoaring writes none). The sections and the
+		// chunking are zapx's as this package knows them (segment_write.go).
+		return nil, 0, errSegmentUnsupported
+	}
+	b := segBuilderPool.Get().(*segBuilder)
+	defer func() {
+		b.reset()
+		segBuilderPool.Put(b)
+	}()
+	if err := b.defineFields(docs); err != nil {
+		return nil, 0, err
+	}
+	b.out = make([]byte, 0, b.lastOut+b.lastOut/8)
+	for i, d := range docs {
+		if err := b.addDocument(uint32(i), d); err != nil {
+			return nil, 0, err
+		}
+	}
+	storedIndexOffset := b.writeStoredIndex()
+	b.groupPostings()
+	addrs := make([]uint64, len(b.fields))
+	for id := range b.fields {
+		addr, err := b.writeField(uint16(id))
+		if err != nil {
+			return nil, 0, err
+		}
+		addrs[id] = addr
+	}
+	sectionsIndexOffset := b.writeSectionsIndex(addrs)
+
+	stats, _ := config[segment.StatsKey].(*segment.Stats)
+	if stats == nil {
+		stats = new(segment.Stats)
+	}
+	mem := b.out
+	b.out, b.lastOut = nil, len(mem)
+	sb, err := zap.InitSegmentBase(mem, crc32.ChecksumIEEE(mem), zap.DefaultChunkMode, uint64(len(docs)),
+		storedIndexOffset, sectionsIndexOffset, config, stats)
+	if err != nil {
+		return nil, 0, err
+	}
+	// The counts zapx keeps (every document here has at least its _id field).
+	atomic.AddUint64(&stats.TotNewRootDocsProcessed, uint64(len(docs)))
+	atomic.AddUint64(&stats.TotNewDocsProcessed, uint64(len(docs)))
+	atomic.AddUint64(&stats.TotNewDocsIndexed, uint64(len(docs)))
+	segmentsBuilt.Add(1)
+	return sb, uint64(len(mem)), nil
+}
+
+// defineFields numbers the fields of the batch as zapx does (_id, then by name), with the
+// union of each one's options, and checks that the builder handles every field.
+func (b *segBuilder) defineFields(docs []index.Document) error {
+	b.numDocs = len(docs)
+	opts := map[string]index.FieldIndexingOptions{"_id": index.IndexField | index.StoreField}
+	ok := true
+	for _, d := range docs {
+		if nd, isNested := d.(index.NestedDocument); isNested {
+			nd.VisitNestedDocuments(func(index.Document) { ok = false })
+		}
+		d.VisitComposite(func(index.CompositeField) { ok = false })
+		d.VisitFields(func(f index.Field) {
+			switch f.(type) {
+			case *field, *document.TextField:
+			default:
+				ok = false
+			}
+			o := f.Options()
+			if o.IncludeDocValues() || len(f.ArrayPositions()) > 0 {
+				ok = false
+			}
+			opts[f.Name()] |= o
+		})
+		if !ok {
+			return errSegmentUnsupported
+		}
+	}
+	names := make([]string, 0, len(opts))
+	for name := range opts {
+		if name != "_id" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	names = append([]string{"_id"}, names...)
+	b.fields = slices.Grow(b.fields[:0], len(names))[:len(names)]
+	for id, name := range names {
+		b.fieldIDs[name] = uint16(id)
+		fl := &b.fields[id] // the previous segment's term map and slice, emptied by reset
+		fl.name, fl.opts, fl.seen = name, opts[name], 0
+		if fl.dict == nil {
+			fl.dict = map[string]uint32{}
+		}
+	}
+	return nil
+}
+
+// addDocument collects the postings of document doc and writes its stored values.
+func (b *segBuilder) addDocument(doc uint32, d index.Document) error {
+	var err error
+	b.stored = b.stored[:0]
+	d.VisitFields(func(f index.Field) {
+		if err != nil {
+			return
+		}
+		id := b.fieldIDs[f.Name()]
+		fl := &b.fields[id]
+		if fl.seen == int(doc)+1 {
+			err = errSegmentUnsupported // zapx merges the term frequencies of repeated fields
+			return
+		}
+		fl.seen = int(doc) + 1
+		if f.Options().IsStored() {
+			b.stored = append(b.stored, segStored{field: id, typ: f.EncodedFieldType(), value: f.Value()})
+		}
+		if verr := zap.ValidateDocFields(f); verr != nil {
+			err = verr
+			return
+		}
+		err = b.addPostings(doc, fl, f)
+	})
+	if err != nil {
+		return err
+	}
+	return b.writeStored(doc)
+}
+
+// addPostings adds a posting of doc for each term of field f.
+func (b *segBuilder) addPostings(doc uint32, fl *segField, f index.Field) error {
+	norm := uint32(f.AnalyzedLength())
+	// Our body and keyword fields have neither frequencies nor locations (fields.go): their
+	// term frequencies need not be read, which saves a cache miss a posting.
+	bare := false
+	if ff, ok := f.(*field); ok {
+		bare = ff.kind == kindBody || ff.kind == kindKeyword
+	}
+	for term, tf := range f.AnalyzedTokenFrequencies() {
+		t, ok := fl.dict[term]
+		if !ok {
+			t = uint32(len(b.terms))
+			b.terms = append(b.terms, segTerm{term: term})
+			fl.dict[term] = t
+			fl.terms = append(fl.terms, t)
+		}
+		b.terms[t].count++
+		ref := segRef{doc: doc}
+		if !bare && (tf.Frequency() > 0 || len(tf.Locations) > 0) {
+			start := len(b.locs)
+			for _, l := range tf.Locations {
+				if l.Field != "" || len(l.ArrayPositions) > 0 {
+					return errSegmentUnsupported
+				}
+				b.locs = append(b.locs, segLoc{pos: uint64(l.Position), start: uint64(l.Start), end: uint64(l.End)})
+			}
+			b.freqs = append(b.freqs, segFreq{freq: uint64(tf.Frequency()), norm: norm, locStart: uint32(start), locEnd: uint32(len(b.locs))})
+			ref.freq = uint32(len(b.freqs))
+		}
+		b.postings = append(b.postings, segPosting{term: t, ref: ref})
+	}
+	return nil
+}
+
+// groupPostings orders the postings by term, each term's by document (a counting sort:
+// the postings were collected in document order).
+func (b *segBuilder) groupPostings() {
+	n := uint32(0)
+	for i := range b.terms {
+		b.terms[i].start = n
+		n += b.terms[i].count
+	}
+	b.grouped = slices.Grow(b.grouped[:0], int(n))[:n]
+	next := slices.Grow(b.next[:0], len(b.terms))
+	for i := range b.terms {
+		next = append(next, b.terms[i].start)
+	}
+	b.next = next
+	for _, p := range b.postings {
+		b.grouped[next[p.term]] = p.ref
+		next[p.term]++
+	}
+}
+
+// writeField writes the postings and dictionary of field id and returns the address of
+// its inverted-index section.
+func (b *segBuilder) writeField(id uint16) (uint64, error) {
+	fl := &b.fields[id]
+	b.sortTerms(fl.terms)
+	if err := b.resetFST(); err != nil {
+		return 0, err
+	}
+	for _, t := range fl.terms {
+		st := &b.terms[t]
+		refs := b.grouped[st.start : st.start+st.count]
+		offset := b.writePostings(id, refs)
+		if err := b.fst.Insert(termBytes(st.term), offset); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.fst.Close(); err != nil {
+		return 0, err
+	}
+	dictOffset := uint64(len(b.out))
+	b.out = appendUvarint(b.out, uint64(b.fstBuf.Len()))
+	b.out = append(b.out, b.fstBuf.Bytes()...)
+	addr := uint64(len(b.out))
+	// No doc values: both their offsets are "none".
+	b.out = appendUvarint(b.out, noDocValues)
+	b.out = appendUvarint(b.out, noDocValues)
+	b.out = appendUvarint(b.out, dictOffset)
+	return addr, nil
+}
+
+// sortTerms sorts term ids by their terms. Most comparisons are decided by the first
+// eight bytes, compared as one number (zero-padded: a shorter term that ties with a
+// longer one's prefix is decided by the strings).
+func (b *segBuilder) sortTerms(ids []uint32) {
+	keys := slices.Grow(b.sortKeys[:0], len(ids))
+	for _, id := range ids {
+		var k [8]byte
+		copy(k[:], b.terms[id].term)
+		keys = append(keys, termKey{prefix: binary.BigEndian.Uint64(k[:]), id: id})
+	}
+	slices.SortFunc(keys, func(x, y termKey) int {
+		if x.prefix != y.prefix {
+			return cmp.Compare(x.prefix, y.prefix)
+		}
+		return strings.Compare(b.terms[x.id].term, b.terms[y.id].term)
+	})
+	for i, k := range keys {
+		ids[i] = k.id
+	}
+	b.sortKeys = keys
+}
+
+type termKey struct {
+	prefix uint64
+	id     uint32
+}
+
+func (b *segBuilder) resetFST() error {
+	b.fstBuf.Reset()
+	if b.fst == nil {
+		var err error
+		b.fst, err = vellum.New(&b.fstBuf, nil)
+		return err
+	}
+	return b.fst.Reset(&b.fstBuf)
+}
+
+func (b *segBuilder) reset() {
+	for i := range b.fields {
+		clear(b.fields[i].dict) // no references to the batch's texts kept in the pool
+		b.fields[i] = segField{dict: b.fields[i].dict, terms: b.fields[i].terms[:0]}
+	}
+	b.fields = b.fields[:0]
+	clear(b.fieldIDs)
+	clear(b.terms)
+	b.terms = b.terms[:0]
+	b.postings = b.postings[:0]
+	b.freqs = b.freqs[:0]
+	b.locs = b.locs[:0]
+	b.grouped = b.grouped[:0]
+	clear(b.stored)
+	b.stored = b.stored[:0]
+	b.storedIdx = b.storedIdx[:0]
+	b.out = nil
+}
