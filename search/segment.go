@@ -59,7 +59,8 @@ type segBuilder struct {
 	storedBuf []byte      // the current document's stored bytes, before compression
 	snappyBuf []byte
 
-	out     []byte // the segment
+	out     []byte // the segment (a merge writes it out as it goes: base bytes before out)
+	base    uint64
 	scratch []byte
 	ends    []uint64
 	fst     *vellum.Builder
@@ -194,14 +195,7 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 			return errSegmentUnsupported
 		}
 	}
-	names := make([]string, 0, len(opts))
-	for name := range opts {
-		if name != "_id" {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	names = append([]string{"_id"}, names...)
+	names := fieldOrder(opts)
 	b.fields = slices.Grow(b.fields[:0], len(names))[:len(names)]
 	for id, name := range names {
 		b.fieldIDs[name] = uint16(id)
@@ -212,6 +206,19 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 		}
 	}
 	return nil
+}
+
+// fieldOrder returns the names of fields in zapx's order of their ids: _id, then the
+// others by name.
+func fieldOrder[V any](fields map[string]V) []string {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		if name != "_id" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return append([]string{"_id"}, names...)
 }
 
 // addDocument collects the postings of document doc and writes its stored values.
@@ -315,13 +322,19 @@ func (b *segBuilder) writeField(id uint16) (uint64, error) {
 			return 0, err
 		}
 	}
+	return b.finishField()
+}
+
+// finishField writes the dictionary built in b.fst and the field's inverted-index
+// section, and returns the section's address.
+func (b *segBuilder) finishField() (uint64, error) {
 	if err := b.fst.Close(); err != nil {
 		return 0, err
 	}
-	dictOffset := uint64(len(b.out))
+	dictOffset := b.pos()
 	b.out = appendUvarint(b.out, uint64(b.fstBuf.Len()))
 	b.out = append(b.out, b.fstBuf.Bytes()...)
-	addr := uint64(len(b.out))
+	addr := b.pos()
 	// No doc values: both their offsets are "none".
 	b.out = appendUvarint(b.out, noDocValues)
 	b.out = appendUvarint(b.out, noDocValues)
@@ -382,5 +395,5 @@ func (b *segBuilder) reset() {
 	clear(b.stored)
 	b.stored = b.stored[:0]
 	b.storedIdx = b.storedIdx[:0]
-	b.out = nil
+	b.out, b.base = nil, 0
 }
