@@ -416,6 +416,7 @@ func TestIndexSameAsWithZapx(t *testing.T) {
 	compare()
 	qt.Assert(t, ref.Close(), qt.IsNil)
 	qt.Assert(t, ours.Close(), qt.IsNil)
+	t.Logf("%d merges by mergeSegments", segmentsMerged.Load())
 	var err error
 	ref, _, err = Open(filepath.Join(dir, "zapx.index"))
 	qt.Assert(t, err, qt.IsNil)
