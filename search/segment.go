@@ -21,7 +21,8 @@ import (
 
 // The segments of a batch are built here rather than by zapx: the bytes are the same as
 // zapx.New writes for the same documents (segment_test.go checks them byte for byte), so
-// scorch opens, searches and merges them with zapx as before, but the building is cheaper.
+// scorch opens and searches them with zapx as before (and zapx could merge them:
+// segment_merge.go does, into zapx's file), but the building is cheaper.
 // zapx keeps per posting a bitmap insert, two map lookups and a copy of the term for doc
 // values; here each posting is one map lookup and an append to a flat list, which is then
 // grouped by term in one counting sort (documents arrive in order, so every term's
