@@ -59,10 +59,10 @@ go test -race -tags "$TAGS" -count=1 -timeout 20m ./...
 
 echo "== fuzz: every parser for ${FUZZTIME:=10s}"
 # MIME, request bodies and query strings, search queries, page tokens, fixture files, and
-# the search segment builder (checked byte for byte against zapx). A failing input is saved
+# the search segment builder and merger (checked byte for byte against zapx). A failing input is saved
 # under the package's testdata/fuzz/<target>/ and from then on runs with every go test as a
 # regression case: commit it with the fix.
-for target in mail:FuzzParse schema:FuzzBody schema:FuzzQuery search:FuzzParse search:FuzzSegment db:FuzzPageToken fixtures:FuzzFixture; do
+for target in mail:FuzzParse schema:FuzzBody schema:FuzzQuery search:FuzzParse search:FuzzSegment search:FuzzMerge db:FuzzPageToken fixtures:FuzzFixture; do
   go test -tags "$TAGS" -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 1s "./${target%%:*}" |
     sed '/^fuzz: elapsed/d' || { echo "fuzzing ${target} failed"; exit 1; }
 done

@@ -21,7 +21,8 @@ import (
 
 // The segments of a batch are built here rather than by zapx: the bytes are the same as
 // zapx.New writes for the same documents (segment_test.go checks them byte for byte), so
-// scorch opens, searches and merges them with zapx as before, but the building is cheaper.
+// scorch opens and searches them with zapx as before (and zapx could merge them:
+// segment_merge.go does, into zapx's file), but the building is cheaper.
 // zapx keeps per posting a bitmap insert, two map lookups and a copy of the term for doc
 // values; here each posting is one map lookup and an append to a flat list, which is then
 // grouped by term in one counting sort (documents arrive in order, so every term's
@@ -59,7 +60,8 @@ type segBuilder struct {
 	storedBuf []byte      // the current document's stored bytes, before compression
 	snappyBuf []byte
 
-	out     []byte // the segment
+	out     []byte // the segment (a merge writes it out as it goes: base bytes before out)
+	base    uint64
 	scratch []byte
 	ends    []uint64
 	fst     *vellum.Builder
@@ -194,14 +196,7 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 			return errSegmentUnsupported
 		}
 	}
-	names := make([]string, 0, len(opts))
-	for name := range opts {
-		if name != "_id" {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	names = append([]string{"_id"}, names...)
+	names := fieldOrder(opts)
 	b.fields = slices.Grow(b.fields[:0], len(names))[:len(names)]
 	for id, name := range names {
 		b.fieldIDs[name] = uint16(id)
@@ -212,6 +207,19 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 		}
 	}
 	return nil
+}
+
+// fieldOrder returns the names of fields in zapx's order of their ids: _id, then the
+// others by name.
+func fieldOrder[V any](fields map[string]V) []string {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		if name != "_id" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return append([]string{"_id"}, names...)
 }
 
 // addDocument collects the postings of document doc and writes its stored values.
@@ -315,13 +323,19 @@ func (b *segBuilder) writeField(id uint16) (uint64, error) {
 			return 0, err
 		}
 	}
+	return b.finishField()
+}
+
+// finishField writes the dictionary built in b.fst and the field's inverted-index
+// section, and returns the section's address.
+func (b *segBuilder) finishField() (uint64, error) {
 	if err := b.fst.Close(); err != nil {
 		return 0, err
 	}
-	dictOffset := uint64(len(b.out))
+	dictOffset := b.pos()
 	b.out = appendUvarint(b.out, uint64(b.fstBuf.Len()))
 	b.out = append(b.out, b.fstBuf.Bytes()...)
-	addr := uint64(len(b.out))
+	addr := b.pos()
 	// No doc values: both their offsets are "none".
 	b.out = appendUvarint(b.out, noDocValues)
 	b.out = appendUvarint(b.out, noDocValues)
@@ -382,5 +396,5 @@ func (b *segBuilder) reset() {
 	clear(b.stored)
 	b.stored = b.stored[:0]
 	b.storedIdx = b.storedIdx[:0]
-	b.out = nil
+	b.out, b.base = nil, 0
 }

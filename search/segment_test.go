@@ -18,6 +18,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v17"
@@ -233,14 +234,11 @@ func TestSegmentRefusesOthers(t *testing.T) {
 }
 
 // appendRoaring writes what roaring writes for the same numbers, across containers and
-// both container kinds.
+// every container kind (full containers are runs).
 func TestAppendRoaring(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 2, 4095, 4096, 4097, 9000, 65535, 70000} {
-		for _, span := range []uint32{uint32(n), 1 << 16, 1 << 18} {
-			if n >= 1<<16 && span <= uint32(n) {
-				continue // a full container, which roaring makes a run (see buildSegment)
-			}
+	for _, n := range []int{1, 2, 4095, 4096, 4097, 9000, 65535, 65536, 70000, 1 << 18} {
+		for _, span := range []uint32{uint32(n), 1 << 16, 1 << 17, 1 << 18} {
 			seen := map[uint32]bool{}
 			var docs []uint32
 			for len(docs) < n && len(docs) < int(span) {
@@ -349,7 +347,7 @@ func benchmarkSegment(b *testing.B, build func([]index.Document) error) {
 }
 
 // An index built through our plugin answers every search as one built by zapx, before and
-// after its segments are persisted, merged and reopened.
+// after its segments are persisted, merged (by our merger and by zapx's) and reopened.
 func TestIndexSameAsWithZapx(t *testing.T) {
 	ds := randomDocs(21, 900)
 	byID := map[int64]*Doc{}
@@ -416,6 +414,20 @@ func TestIndexSameAsWithZapx(t *testing.T) {
 		}
 		qt.Assert(t, hits > 2000, qt.IsTrue, qt.Commentf("%d hits", hits))
 	}
+	compare()
+	// Each merged into one segment: ref's by zapx (its plugin was chosen when it was
+	// created), ours' by mergeSegments.
+	forceMerge := func(ix *Index) {
+		adv, err := ix.b.Advanced()
+		qt.Assert(t, err, qt.IsNil)
+		sc, ok := adv.(*scorch.Scorch)
+		qt.Assert(t, ok, qt.IsTrue)
+		qt.Assert(t, sc.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions), qt.IsNil)
+	}
+	merges := segmentsMerged.Load()
+	forceMerge(ref)
+	forceMerge(ours)
+	qt.Assert(t, segmentsMerged.Load() > merges, qt.IsTrue)
 	compare()
 	qt.Assert(t, ref.Close(), qt.IsNil)
 	qt.Assert(t, ours.Close(), qt.IsNil)

@@ -32,6 +32,9 @@ const (
 
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 
+// pos is the offset in the segment of the next byte written.
+func (b *segBuilder) pos() uint64 { return b.base + uint64(len(b.out)) }
+
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // writeStored writes document doc's stored values: a header of varints (the _id's length,
@@ -54,7 +57,7 @@ func (b *segBuilder) writeStored(doc uint32) error {
 		data = append(data, s.value...)
 	}
 	b.snappyBuf = snappy.Encode(b.snappyBuf[:cap(b.snappyBuf)], data)
-	b.storedIdx = append(b.storedIdx, uint64(len(b.out)))
+	b.storedIdx = append(b.storedIdx, b.pos())
 	b.out = appendUvarint(b.out, uint64(len(meta)))
 	b.out = appendUvarint(b.out, uint64(len(id)+len(b.snappyBuf)))
 	b.out = append(b.out, meta...)
@@ -67,7 +70,7 @@ func (b *segBuilder) writeStored(doc uint32) error {
 // writeStoredIndex writes the offsets of the documents' stored values and the (empty)
 // list of nested documents, and returns where the offsets start.
 func (b *segBuilder) writeStoredIndex() uint64 {
-	start := uint64(len(b.out))
+	start := b.pos()
 	for _, off := range b.storedIdx {
 		b.out = binary.BigEndian.AppendUint64(b.out, off)
 	}
@@ -79,8 +82,7 @@ func (b *segBuilder) writeStoredIndex() uint64 {
 // norms, the chunked locations (if any), then the record the dictionary points to (their
 // offsets and the bitmap of documents). It returns the record's offset.
 func (b *segBuilder) writePostings(id uint16, refs []segRef) uint64 {
-	chunk := uint32(b.numDocs / (len(refs)/chunkDocs + 1))
-	chunks := (b.numDocs-1)/int(chunk) + 1
+	chunk, chunks := chunkLayout(b.numDocs, len(refs))
 
 	enc := b.scratch[:0]
 	ends := b.chunkEnds(chunks)
@@ -129,8 +131,20 @@ func (b *segBuilder) writePostings(id uint16, refs []segRef) uint64 {
 	}
 	locOffset := b.appendChunked(enc, ends)
 	b.scratch = enc
+	return b.appendPostingsRecord(tfOffset, locOffset, refs)
+}
 
-	offset := uint64(len(b.out))
+// chunkLayout returns the documents a chunk spans and the number of chunks of a term with
+// card postings in a segment of numDocs documents.
+func chunkLayout(numDocs, card int) (chunk uint32, chunks int) {
+	chunk = uint32(numDocs / (card/chunkDocs + 1))
+	return chunk, (numDocs-1)/int(chunk) + 1
+}
+
+// appendPostingsRecord writes the record a term's dictionary entry points to and returns
+// its offset: where its frequencies and locations are and the bitmap of refs' documents.
+func (b *segBuilder) appendPostingsRecord(tfOffset, locOffset uint64, refs []segRef) uint64 {
+	offset := b.pos()
 	b.out = appendUvarint(b.out, tfOffset)
 	b.out = appendUvarint(b.out, locOffset)
 	b.out = appendRoaring(b.out, refs)
@@ -151,7 +165,7 @@ func (b *segBuilder) appendChunked(data []byte, ends []uint64) uint64 {
 	if len(data) == 0 {
 		return 0
 	}
-	start := uint64(len(b.out))
+	start := b.pos()
 	b.out = appendUvarint(b.out, uint64(len(ends)))
 	var end uint64
 	for _, e := range ends {
@@ -164,42 +178,70 @@ func (b *segBuilder) appendChunked(data []byte, ends []uint64) uint64 {
 
 // appendRoaring appends the length and the bytes of the roaring bitmap of refs'
 // documents (ascending), as roaring's own serialization writes a bitmap built by
-// adding them: containers of 65,536 numbers, each an array of up to 4,096 16-bit values
-// or else a 1,024-word bitmap, never runs (roaring makes a full container a run:
-// buildSegment keeps segments below 65,536 documents).
+// adding them: containers of 65,536 numbers, each an array of up to 4,096 16-bit values,
+// a 1,024-word bitmap, or, when full, the one run roaring turns a full bitmap into (a
+// merge can fill one; buildSegment keeps segments below 65,536 documents).
 func appendRoaring(out []byte, refs []segRef) []byte {
-	const arrayMax = 4096
-	nc, size := 0, 0
+	nc, size, runs := 0, 0, false
 	for i := 0; i < len(refs); {
 		j := containerEnd(refs, i)
 		nc++
-		size += containerSize(j-i, arrayMax)
+		size += containerSize(j - i)
+		runs = runs || j-i == 1<<16
 		i = j
 	}
-	size += 8 + 8*nc // cookie, count, then a key, cardinality and offset for each
-	out = appendUvarint(out, uint64(size))
-	out = binary.LittleEndian.AppendUint32(out, 12346) // no run containers
-	out = binary.LittleEndian.AppendUint32(out, uint32(nc))
+	// The header: a cookie and the number of containers (with runs: one word, then a bit
+	// a container telling the runs), a key and cardinality for each, then each one's
+	// offset (with runs, only from 4 containers on).
+	header := 8 + 4*nc
+	if runs {
+		header = 4 + (nc+7)/8 + 4*nc
+	}
+	if !runs || nc >= 4 {
+		header += 4 * nc
+	}
+	out = appendUvarint(out, uint64(header+size))
+	if runs {
+		out = binary.LittleEndian.AppendUint16(out, 12347)
+		out = binary.LittleEndian.AppendUint16(out, uint16(nc-1))
+		flags := len(out)
+		out = append(out, make([]byte, (nc+7)/8)...)
+		for c, i := 0, 0; i < len(refs); c++ {
+			j := containerEnd(refs, i)
+			if j-i == 1<<16 {
+				out[flags+c/8] |= 1 << (c % 8)
+			}
+			i = j
+		}
+	} else {
+		out = binary.LittleEndian.AppendUint32(out, 12346)
+		out = binary.LittleEndian.AppendUint32(out, uint32(nc))
+	}
 	for i := 0; i < len(refs); {
 		j := containerEnd(refs, i)
 		out = binary.LittleEndian.AppendUint16(out, uint16(refs[i].doc>>16))
 		out = binary.LittleEndian.AppendUint16(out, uint16(j-i-1))
 		i = j
 	}
-	offset := 8 + 8*nc
-	for i := 0; i < len(refs); {
-		j := containerEnd(refs, i)
-		out = binary.LittleEndian.AppendUint32(out, uint32(offset))
-		offset += containerSize(j-i, arrayMax)
-		i = j
+	if !runs || nc >= 4 {
+		offset := header
+		for i := 0; i < len(refs); {
+			j := containerEnd(refs, i)
+			out = binary.LittleEndian.AppendUint32(out, uint32(offset))
+			offset += containerSize(j - i)
+			i = j
+		}
 	}
 	for i := 0; i < len(refs); {
 		j := containerEnd(refs, i)
-		if j-i <= arrayMax {
+		switch {
+		case j-i == 1<<16: // one run: from 0, 65,536 long
+			out = append(out, 1, 0, 0, 0, 0xff, 0xff)
+		case j-i <= 4096:
 			for _, r := range refs[i:j] {
 				out = binary.LittleEndian.AppendUint16(out, uint16(r.doc))
 			}
-		} else {
+		default:
 			var words [1024]uint64
 			for _, r := range refs[i:j] {
 				words[uint16(r.doc)>>6] |= 1 << (r.doc & 63)
@@ -223,8 +265,11 @@ func containerEnd(refs []segRef, i int) int {
 	return j
 }
 
-func containerSize(card, arrayMax int) int {
-	if card > arrayMax {
+func containerSize(card int) int {
+	switch {
+	case card == 1<<16:
+		return 6
+	case card > 4096:
 		return 8192
 	}
 	return 2 * card
@@ -236,7 +281,7 @@ func (b *segBuilder) writeSectionsIndex(addrs []uint64) uint64 {
 	starts := make([]uint64, len(b.fields))
 	for id := range b.fields {
 		fl := &b.fields[id]
-		starts[id] = uint64(len(b.out))
+		starts[id] = b.pos()
 		b.out = appendUvarint(b.out, uint64(len(fl.name)))
 		b.out = append(b.out, fl.name...)
 		b.out = appendUvarint(b.out, uint64(fl.opts))
@@ -250,7 +295,7 @@ func (b *segBuilder) writeSectionsIndex(addrs []uint64) uint64 {
 			b.out = binary.BigEndian.AppendUint64(b.out, addr)
 		}
 	}
-	start := uint64(len(b.out))
+	start := b.pos()
 	b.out = appendUvarint(b.out, uint64(len(b.fields)))
 	for _, s := range starts {
 		b.out = binary.BigEndian.AppendUint64(b.out, s)
