@@ -159,3 +159,22 @@ func TestGroupedWritesOnAFullDisk(t *testing.T) {
 	}
 	c.Assert(failed > 0, qt.IsTrue, qt.Commentf("the full disk refused nothing"))
 }
+
+// TestWriterFileSettings: a new file gets pageSize pages, and the writer keeps its
+// temporary files (the savepoint sub-journal every grouped write fills) in memory, while
+// the readers keep SQLite's default (a large sort may spill to disk).
+func TestWriterFileSettings(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	pragma := func(pool *sql.DB, name string) int {
+		var v int
+		c.Assert(pool.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v), qt.IsNil)
+		return v
+	}
+	c.Assert(pragma(s.w, "page_size"), qt.Equals, pageSize)
+	c.Assert(pragma(s.w, "temp_store"), qt.Equals, 2) // MEMORY
+	c.Assert(pragma(s.r, "temp_store"), qt.Equals, 0) // DEFAULT
+}
