@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Writes share commits. A commit costs far more than the few rows of a send, a label
@@ -18,9 +19,26 @@ import (
 // Nothing is acknowledged early: write returns only after the commit that holds its
 // changes, and if the transaction as a whole fails (disk full, I/O error: SQLite may then
 // roll back the whole transaction), every write in it reports the failure.
+//
+// Writes that are on their way gather. A caller about to prepare a write (a delivery
+// being parsed, scanned and compressed) announces it with Expect, and the committer,
+// before starting a transaction, waits up to gatherWait for the announced writes to queue
+// behind the ones it has. A lone write with none announced commits at once, so an idle
+// server adds no latency. Under a stream of deliveries this is what makes groups at all:
+// each one's preparation takes longer than a commit, so without the wait nearly every
+// delivery committed alone, writing its dozen dirty pages to the WAL by itself (~1.2
+// writes a commit, counted). Measured with scripts/smtpbench.sh, announcing from the
+// SMTP DATA command on: the bytes written per message fell from 172 to 136 KB (138 to 90
+// KB with triage off); the CPU per message moved within the noise. A slow client keeps
+// its announcement open while it sends, so the wait is bounded: at worst it adds
+// gatherWait to a commit.
 
 // maxGroupWrites bounds one transaction, so a burst cannot hold the lock for long.
 const maxGroupWrites = 256
+
+// gatherWait bounds how long the committer waits for announced writes (a variable for
+// the tests).
+var gatherWait = time.Millisecond
 
 type writeJob struct {
 	fn   func(tx *sql.Tx) error
@@ -29,9 +47,57 @@ type writeJob struct {
 }
 
 type writeQueue struct {
-	mu      sync.Mutex
-	pending []*writeJob
-	running bool
+	mu       sync.Mutex
+	pending  []*writeJob
+	running  bool
+	expected int           // announced writes not yet queued (Expect)
+	arrived  chan struct{} // signalled when a write queues or an announcement ends
+}
+
+// expectKey is the context key of an announced write (Expect).
+type expectKey struct{}
+
+// expectation is one announced write: it counts in writeQueue.expected until the write
+// queues or the caller gives it up, whichever comes first.
+type expectation struct{ open bool }
+
+// Expect announces that the caller will soon write through the returned context (a
+// delivery it is still preparing), so that the committer waits a moment for it (see
+// above). The returned func ends the announcement if the write has not queued by then;
+// call it when the caller is done, whatever happened. An announcement ends at the first
+// write through the context.
+func (s *Store) Expect(ctx context.Context) (context.Context, func()) {
+	e := &expectation{open: true}
+	q := &s.writes
+	q.mu.Lock()
+	q.expected++
+	q.mu.Unlock()
+	return context.WithValue(ctx, expectKey{}, e), func() {
+		q.mu.Lock()
+		q.settle(e)
+		q.mu.Unlock()
+	}
+}
+
+// settle ends announcement e if it is still open; q.mu is held.
+func (q *writeQueue) settle(e *expectation) {
+	if e == nil || !e.open {
+		return
+	}
+	e.open = false
+	q.expected--
+	q.signal()
+}
+
+// signal wakes a committer waiting for writes to gather; q.mu is held.
+func (q *writeQueue) signal() {
+	if q.arrived == nil {
+		return
+	}
+	select {
+	case q.arrived <- struct{}{}:
+	default:
+	}
 }
 
 // write runs fn in a write transaction, possibly shared with other writes (see above). A
@@ -45,8 +111,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	j := &writeJob{fn: fn, done: make(chan struct{})}
 	q := &s.writes
+	e, _ := ctx.Value(expectKey{}).(*expectation)
 	q.mu.Lock()
 	q.pending = append(q.pending, j)
+	q.settle(e)
+	q.signal()
 	if !q.running {
 		q.running = true
 		go s.commitLoop()
@@ -63,6 +132,7 @@ func (s *Store) commitLoop() {
 	q := &s.writes
 	for {
 		q.mu.Lock()
+		q.gather()
 		n := min(len(q.pending), maxGroupWrites)
 		if n == 0 {
 			q.running = false
@@ -79,6 +149,31 @@ func (s *Store) commitLoop() {
 		s.commitGroup(group)
 		for _, j := range group {
 			close(j.done)
+		}
+	}
+}
+
+// gather waits, up to gatherWait, until the writes announced when it starts have queued
+// or ended their announcement, or a full group is queued. Writes announced meanwhile are
+// not waited for. q.mu is held, and released while waiting.
+func (q *writeQueue) gather() {
+	most := min(len(q.pending)+q.expected, maxGroupWrites)
+	if len(q.pending) == 0 || len(q.pending) >= most {
+		return
+	}
+	if q.arrived == nil {
+		q.arrived = make(chan struct{}, 1)
+	}
+	timer := time.NewTimer(gatherWait)
+	defer timer.Stop()
+	for len(q.pending) < min(most, len(q.pending)+q.expected) {
+		q.mu.Unlock()
+		select {
+		case <-q.arrived:
+			q.mu.Lock()
+		case <-timer.C:
+			q.mu.Lock()
+			return
 		}
 	}
 }

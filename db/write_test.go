@@ -178,3 +178,83 @@ func TestWriterFileSettings(t *testing.T) {
 	c.Assert(pragma(s.w, "temp_store"), qt.Equals, 2) // MEMORY
 	c.Assert(pragma(s.r, "temp_store"), qt.Equals, 0) // DEFAULT
 }
+
+// An announced write (Expect) is waited for: the write queued before it shares its
+// transaction. An announcement given up lets the committer go on at once, and a write
+// with nothing announced never waits.
+func TestAnnouncedWritesGather(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	defer func(d time.Duration) { gatherWait = d }(gatherWait)
+	gatherWait = time.Minute // far longer than any test waits: only the rules end a wait
+
+	txOf := func(ctx context.Context, name string) (*sql.Tx, error) {
+		var got *sql.Tx
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			got = tx
+			return setting(name)(tx)
+		})
+		return got, err
+	}
+	queued := func(n int) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+			s.writes.mu.Lock()
+			got := len(s.writes.pending)
+			s.writes.mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes queued, want %d", got, n)
+			}
+		}
+	}
+
+	// A lone write with nothing announced commits at once.
+	start := time.Now()
+	_, err = txOf(ctx, "lone")
+	c.Assert(err, qt.IsNil)
+	c.Assert(time.Since(start) < 10*time.Second, qt.IsTrue)
+
+	// An announced write joins the transaction of the write queued before it.
+	actx, settle := s.Expect(ctx)
+	first := make(chan *sql.Tx, 1)
+	go func() {
+		tx, err := txOf(ctx, "first")
+		c.Check(err, qt.IsNil)
+		first <- tx
+	}()
+	queued(1)
+	time.Sleep(20 * time.Millisecond) // the committer is waiting, not committing
+	select {
+	case <-first:
+		t.Fatal("the committer did not wait for the announced write")
+	default:
+	}
+	second, err := txOf(actx, "second")
+	c.Assert(err, qt.IsNil)
+	settle() // after the write: changes nothing
+	c.Assert(<-first, qt.Equals, second)
+
+	// An announcement given up ends the wait.
+	_, settle = s.Expect(ctx)
+	go func() {
+		_, err := txOf(ctx, "third")
+		first <- nil
+		c.Check(err, qt.IsNil)
+	}()
+	queued(1)
+	settle()
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the committer kept waiting after the announcement was given up")
+	}
+	c.Assert(settingsNamed(t, s, "lone", "first", "second", "third"), qt.HasLen, 4)
+	s.writes.mu.Lock()
+	c.Assert(s.writes.expected, qt.Equals, 0)
+	s.writes.mu.Unlock()
+}

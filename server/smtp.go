@@ -225,6 +225,10 @@ func (x *smtpSession) bad(e *smtp.SMTPError) error {
 
 func (x *smtpSession) Data(r io.Reader) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("message", smtpOutcome(err, smtpFailed)) }()
+	// From here the store's committer waits a moment for this delivery rather than
+	// commit the ones before it alone (db.Store.Expect).
+	ctx, settle := x.srv.svc.Store.Expect(context.Background())
+	defer settle()
 	conn := x.conn.Conn()
 	if sc := slotOf(conn); sc != nil {
 		sc.setBusy(true, x.srv.cfg.IdleTimeout)
@@ -248,7 +252,7 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		in.RemoteIP = a.IP
 	}
-	_, err = x.srv.svc.Receive(context.Background(), in)
+	_, err = x.srv.svc.Receive(ctx, in)
 	switch {
 	case err == nil:
 		return nil
