@@ -350,6 +350,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	svc.Outbound = outbound
 	svc.Protect = scanner
 	svc.NoTriage = analyzer == nil
+	if b, ok := analyzer.(*triage.Builtin); ok {
+		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
+	}
 	if m.SMTPAddr != "" {
 		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
 			return err

@@ -95,23 +95,13 @@ func (s *triageServer) ids(path, key, field string) []string {
 }
 
 // TestTriageBuiltinOverSMTP: mail accepted over SMTP is triaged by the built-in model,
-// with no external service, within a second of its acceptance.
+// with no external service, before it is stored: complete as soon as it is accepted.
 func TestTriageBuiltinOverSMTP(t *testing.T) {
 	c := qt.New(t)
 	s := startTriageServer(c, &Main{})
-	start := time.Now()
 	s.send("<outage@example.com>", "Production outage - checkout down",
 		"Hi,\r\n\r\nYour API has been returning 500 errors since 09:14 UTC and our checkout is down.\r\nCan you escalate this to your on-call engineer right away?\r\n\r\nAnn")
-	var tr map[string]any
-	for {
-		tr = s.triage("<outage@example.com>")
-		if tr["status"] != "pending" {
-			break
-		}
-		c.Assert(time.Since(start) < time.Second, qt.IsTrue, qt.Commentf("still pending after %v", time.Since(start)))
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.Logf("complete %v after SMTP acceptance", time.Since(start))
+	tr := s.triage("<outage@example.com>")
 	c.Assert(tr["status"], qt.Equals, "complete")
 	c.Assert(tr["version"], qt.Equals, 1.0)
 	c.Assert(tr["model"], qt.Equals, "inboxd-lr-1")

@@ -40,7 +40,12 @@ type NewMessage struct {
 	// QueueTriage puts received mail with pending triage on the triage queue (live mail;
 	// fixtures keep the triage they chose).
 	QueueTriage bool
-	Protection  *Protection
+	// ChargeTriage says Triage is an analysis made before the store (the built-in model
+	// answers at once): it spends a triage unit of the inbox's account in the transaction
+	// that stores the message, and when the allowance is spent the message is stored with
+	// no triage at all, as a queued analysis would be (API-NOTES section 8).
+	ChargeTriage bool
+	Protection   *Protection
 
 	// ProtectionDetail explains the verdict to the quarantine reviewer (db/quarantine.go).
 	ProtectionDetail *ProtectionDetail
@@ -149,8 +154,17 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage, p *packedMess
 	}
 	var delivJSON sql.NullString
 	var cat, reply, urg sql.NullString
+	triage := p.triage
 	if n.Triage != nil && n.Triage.Status == TriageComplete {
 		cat, reply, urg = triageFilterColumns(n.Triage)
+	}
+	if n.ChargeTriage {
+		err := chargeInboxUnit(ctx, tx, n.InboxID, FeatureTriage, n.Timestamp)
+		if IsCode(err, ECodeBillingLimit) {
+			triage, cat, reply, urg = nil, sql.NullString{}, sql.NullString{}, sql.NullString{}
+		} else if err != nil {
+			return st, err
+		}
 	}
 	if n.Delivery != nil {
 		delivJSON = jsonText(n.Delivery)
@@ -162,7 +176,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage, p *packedMess
 		newRowUUID(), n.InboxID, threadRow, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
 		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
 		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.quarantined(),
-		p.triage, cat, reply, urg, p.protection, delivJSON, bodySize(n.Text, n.HTML), p.body)
+		triage, cat, reply, urg, p.protection, delivJSON, bodySize(n.Text, n.HTML), p.body)
 	if err != nil {
 		return st, err
 	}

@@ -137,6 +137,15 @@ func chargeUnit(ctx context.Context, tx *sql.Tx, accountID, feature string, now 
 	return err
 }
 
+// chargeInboxUnit is chargeUnit for the account that owns the inbox with row id inboxID.
+func chargeInboxUnit(ctx context.Context, tx *sql.Tx, inboxID int64, feature string, now time.Time) error {
+	var accountID string
+	if err := tx.QueryRowContext(ctx, "SELECT account_id FROM inboxes WHERE id = ?", inboxID).Scan(&accountID); err != nil {
+		return err
+	}
+	return chargeUnit(ctx, tx, accountID, feature, now)
+}
+
 func includedUnits(p Plan, feature string) int64 {
 	switch feature {
 	case FeatureSends:

@@ -101,8 +101,7 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 			continue
 		}
 		seen[id] = true
-		m := s.received(p, raw, id, now)
-		applyVerdict(&m, verdict)
+		m := s.received(p, raw, id, now, verdict)
 		msgs = append(msgs, m)
 	}
 	if len(msgs) == 0 {

@@ -167,12 +167,11 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 		}
 		r.parsed[j.MessageRow] = p
 	}
-	msg := s.received(p, j.Raw, inbox.ID, now)
 	verdict, err := s.scan(r.ctx, p, j.Raw, Origin{Internal: true})
 	if err != nil {
 		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + err.Error()}), false
 	}
-	applyVerdict(&msg, verdict)
+	msg := s.received(p, j.Raw, inbox.ID, now, verdict)
 	return db.OutboundOutcome{
 		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
 			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},

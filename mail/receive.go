@@ -71,15 +71,21 @@ func Inbound(raw []byte, inboxID int64, receivedAt time.Time) (db.NewMessage, er
 	return fromParsed(p, raw, inboxID, receivedAt), nil
 }
 
-// received is fromParsed for mail arriving live (SMTP or local delivery): its pending
-// triage is queued for analysis in the transaction that stores it, or, when this server
-// runs no triage (--triage off), it has none (API-NOTES section 8). Fixtures, through
-// Inbound, keep the triage they chose and are never analyzed.
-func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time) db.NewMessage {
+// received is fromParsed for mail arriving live (SMTP or local delivery), with its
+// protection verdict v (nil when this server does not scan). Its triage is analyzed now
+// when the provider answers at once (TriageNow), or else queued for analysis in the
+// transaction that stores it; quarantined mail is queued, to wait for its release; when
+// this server runs no triage (--triage off) it has none (API-NOTES section 8). Fixtures,
+// through Inbound, keep the triage they chose and are never analyzed.
+func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time, v *protect.Verdict) db.NewMessage {
 	m := fromParsed(p, raw, inboxID, receivedAt)
-	if s.NoTriage {
+	applyVerdict(&m, v)
+	switch {
+	case s.NoTriage:
 		m.Triage = nil
-	} else {
+	case s.TriageNow != nil && (v == nil || !v.Quarantined()):
+		m.Triage, m.ChargeTriage = s.TriageNow(&m, receivedAt), true
+	default:
 		m.QueueTriage = true
 	}
 	return m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail/protect"
@@ -28,6 +29,11 @@ type Service struct {
 
 	// NoTriage is --triage off: received mail carries no triage and is not analyzed.
 	NoTriage bool
+	// TriageNow, when set, analyzes received mail at now, before it is stored: for a
+	// provider that answers at once without the network (the built-in model). The result
+	// is stored with the message, which spares the queue's two write transactions and a
+	// second indexing of the message. Nil leaves every analysis to the triage queue.
+	TriageNow func(m *db.NewMessage, now time.Time) *db.Triage
 
 	kick chan struct{}
 }

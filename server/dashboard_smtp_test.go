@@ -23,6 +23,12 @@ import (
 // newScanningSMTP is an SMTP listener on loopback whose mail service scans with cfg, over
 // its own temp database with the inbox support@ of account acme.
 func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store *db.Store) {
+	return newSMTPWith(t, cfg, db.PlanExempt, nil)
+}
+
+// newSMTPWith is newScanningSMTP with the account on plan, and configure (when not nil)
+// given the mail service before the listener starts.
+func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*mail.Service)) (addr string, store *db.Store) {
 	c := qt.New(t)
 	ctx := context.Background()
 	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
@@ -31,7 +37,10 @@ func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store *db.S
 	svc := mail.NewService(store, testDomain, 0, log)
 	svc.Protect, err = protect.New(cfg)
 	c.Assert(err, qt.IsNil)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	if configure != nil {
+		configure(svc)
+	}
+	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
 	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

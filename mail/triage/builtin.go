@@ -3,6 +3,9 @@ package triage
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Builtin is the built-in provider: the embedded logistic-regression model. It needs no
@@ -56,4 +59,13 @@ func (b *Builtin) Predict(in Input) Scores {
 	h[HeadUrgency].predict(&s.x, s.out[:])
 	copy(sc.Urgency[:], s.out[:len(UrgencyLevels)])
 	return sc
+}
+
+// Result analyzes a message about to be stored, at now: the result the Worker would store
+// for it (mail.Service.TriageNow).
+func (b *Builtin) Result(m *db.NewMessage, now time.Time) *db.Triage {
+	in := NewInput(m.From, m.To, m.Cc, m.Subject, m.Timestamp, m.Text)
+	start := time.Now()
+	s := b.Predict(in)
+	return Derive(s, b.Model(), now, time.Since(start), in.Truncated)
 }
