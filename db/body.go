@@ -69,9 +69,13 @@ var zstdCodecs = sync.OnceValue(func() *codecs {
 	// JSON at the fastest level too: with a dictionary, each frame starts by restoring the
 	// level's match tables from the dictionary's, and the fastest level's are the smallest
 	// (the default level spent most of its time copying them); frames come out as small.
+	// Without entropy coding: a row's JSON is mostly matches into the dictionary, so
+	// building Huffman tables for its few literals took half the time and saved ~10 bytes
+	// a message (triage, protection and detail of a clean message: 258 against 268 bytes,
+	// 20 against 10 us).
 	json, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
 		zstd.WithLowerEncoderMem(true), zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(64<<10),
-		zstd.WithEncoderDictRaw(jsonDictID, jsonDict))
+		zstd.WithEncoderDictRaw(jsonDictID, jsonDict), zstd.WithNoEntropyCompression(true))
 	if err != nil {
 		panic(err)
 	}

@@ -242,3 +242,26 @@ func TestRealSpamd(t *testing.T) {
 	c.Assert(v.Protection.Spam.Score < 6, qt.IsTrue, qt.Commentf("%+v %+v", v.Protection.Spam, v.Detail.SpamRules))
 	c.Assert(v.Quarantined(), qt.IsFalse)
 }
+
+// countPhrases finds what looking for each phrase in turn finds, wherever in the text.
+func TestCountPhrases(t *testing.T) {
+	c := qt.New(t)
+	c.Assert(len(spamPhrases) <= 64, qt.IsTrue)
+	slow := func(lower string) int {
+		n := 0
+		for _, p := range spamPhrases {
+			if strings.Contains(lower, p) {
+				n++
+			}
+		}
+		return n
+	}
+	texts := []string{"", "a", "you have won", "xyou have wonx lottery lottery", "cialisviagra", "risk-free risk free 100% free",
+		"dear beneficiary, congratulations you have an inheritance", "nothing to see here", "act no", "act now"}
+	for _, p := range spamPhrases {
+		texts = append(texts, p, "x"+p, p[:len(p)-1], strings.Repeat(p, 2))
+	}
+	for _, s := range texts {
+		c.Check(countPhrases(s), qt.Equals, slow(s), qt.Commentf("%q", s))
+	}
+}
