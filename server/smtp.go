@@ -266,7 +266,8 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 // readData reads the message, pushing the read deadline forward while bytes arrive: a
 // large message on a slow link is fine, a stalled one is not.
 func readData(r io.Reader, conn net.Conn, idle time.Duration) ([]byte, error) {
-	buf := make([]byte, 0, 16<<10)
+	// Most mail is a few KB: a larger first buffer was garbage made per message.
+	buf := make([]byte, 0, 4<<10)
 	last := time.Now()
 	for {
 		if len(buf) == cap(buf) {

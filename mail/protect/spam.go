@@ -141,7 +141,7 @@ func hasHTTP(s string) bool {
 
 // scoreBuiltin runs the rule table.
 func scoreBuiltin(in *Input, h header, auth db.Authentication) (float64, []db.SpamRule) {
-	si := &spamInput{in: in, h: h, auth: auth, body: strings.Join(strings.Fields(in.Subject+"\n"+in.Text), " ")}
+	si := &spamInput{in: in, h: h, auth: auth, body: collapseSpace(in.Subject, in.Text)}
 	si.lower = strings.ToLower(si.body)
 	si.bodyLinks, si.htmlLinks = hasHTTP(si.body), hasHTTP(in.HTML)
 	si.phrases = countPhrases(si.lower)
@@ -154,6 +154,32 @@ func scoreBuiltin(in *Input, h header, auth db.Authentication) (float64, []db.Sp
 		}
 	}
 	return round1(total), fired
+}
+
+// collapseSpace returns the words of a and b (split at Unicode white space, as
+// strings.Fields does) joined by single spaces, in one allocation.
+func collapseSpace(a, b string) string {
+	var out strings.Builder
+	out.Grow(len(a) + len(b) + 1)
+	for _, s := range [2]string{a, b} {
+		for len(s) > 0 {
+			i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
+			if i < 0 {
+				break
+			}
+			s = s[i:]
+			j := strings.IndexFunc(s, unicode.IsSpace)
+			if j < 0 {
+				j = len(s)
+			}
+			if out.Len() > 0 {
+				out.WriteByte(' ')
+			}
+			out.WriteString(s[:j])
+			s = s[j:]
+		}
+	}
+	return out.String()
 }
 
 // shouting reports a subject of at least eight letters, four in five of them capitals.

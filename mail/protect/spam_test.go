@@ -265,3 +265,12 @@ func TestCountPhrases(t *testing.T) {
 		c.Check(countPhrases(s), qt.Equals, slow(s), qt.Commentf("%q", s))
 	}
 }
+
+func TestCollapseSpace(t *testing.T) {
+	c := qt.New(t)
+	for _, k := range [][2]string{{"", ""}, {"a", ""}, {"", "b"}, {"  Hello  world ", "\r\n body\ttext\u00a0nbsp\u2003em  "},
+		{"Subject", "line one\r\nline two\r\n\r\n"}, {"\u3000", "\u3000x\u3000"}, {"bad \xff utf8", "x\xffy z"}} {
+		want := strings.Join(strings.Fields(k[0]+"\n"+k[1]), " ")
+		c.Check(collapseSpace(k[0], k[1]), qt.Equals, want, qt.Commentf("%q", k))
+	}
+}
