@@ -54,14 +54,16 @@ type codecs struct {
 }
 
 var zstdCodecs = sync.OnceValue(func() *codecs {
-	// The fastest level. On the bench's 2 KB mail the default level makes frames ~4%
-	// smaller (1,357 against 1,413 bytes), and in a benchmark of its own it costs only ~7
-	// us more per message; in the running server, whose other work keeps the default
-	// level's larger match tables out of the CPU cache, it cost ~40 us more per message
-	// (scripts/smtpbench.sh, the server's CPU time, runs taken in turns).
+	// The default level: on the bench's 2 KB mail it makes frames ~4% smaller than the
+	// fastest level (1,357 against 1,413 bytes), for ~40 us more server CPU per message
+	// (scripts/smtpbench.sh, runs taken in turns; ~7 us in a benchmark of its own, where
+	// its larger match tables stay in the CPU cache). The 56 bytes matter more than their
+	// size: a row that no longer fits beside three others starts a new 8 KB page, and at
+	// the fastest level the bench's rows were just too large, so the messages table took
+	// 2,452 bytes a message instead of 2,051 (dbstat), over the 3 KB target.
 	// Windows of 256 KB: a body frame is at most ~64 KB of raw bytes plus the text, and
 	// the default (8 MB) costs megabytes of history per encoder for nothing.
-	body, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+	body, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
 		zstd.WithLowerEncoderMem(true), zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(256<<10))
 	if err != nil {
 		panic(err) // only bad options fail
