@@ -527,6 +527,19 @@ func (s *Store) ListMessages(ctx context.Context, inboxID int64, f MessageFilter
 	if err != nil {
 		return nil, "", err
 	}
+	query, args := listMessagesQuery(inboxID, f, c, limit)
+	out, err := querySummariesOn(ctx, s.r, query, args...)
+	if err != nil {
+		return nil, "", storageError(err)
+	}
+	out, next := cutPage(s, scope, out, limit, func(m Message) (int64, int64) { return millis(m.Timestamp.Time), m.ID })
+	return out, next, nil
+}
+
+// listMessagesQuery is the statement of a listMessages page. It reads the inbox's
+// messages_by_time entries newest first; the triage filters and the quarantine flag are
+// checked on the entry itself (migration 0009), before the row is read.
+func listMessagesQuery(inboxID int64, f MessageFilter, c *cursor, limit int) (string, []any) {
 	var q strings.Builder
 	args := []any{inboxID}
 	q.WriteString("SELECT " + summaryColumns + messageFrom + " WHERE m.inbox_id = ?")
@@ -543,12 +556,7 @@ func (s *Store) ListMessages(ctx context.Context, inboxID int64, f MessageFilter
 	}
 	page, pageArgs := keyset("m.ts", "m.id", true, c, limit)
 	q.WriteString(page)
-	out, err := querySummariesOn(ctx, s.r, q.String(), append(args, pageArgs...)...)
-	if err != nil {
-		return nil, "", storageError(err)
-	}
-	out, next := cutPage(s, scope, out, limit, func(m Message) (int64, int64) { return millis(m.Timestamp.Time), m.ID })
-	return out, next, nil
+	return q.String(), append(args, pageArgs...)
 }
 
 // querySummaries runs a summary query (summaryColumns) and fills the attachments of the
