@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -38,25 +39,23 @@ var spamPhrases = []string{
 	"no credit check", "click here to claim", "congratulations you", "dear beneficiary",
 }
 
-// phraseStarts indexes spamPhrases by their first two bytes, so one pass over a body
-// finds every phrase it holds: looking for each phrase in turn scanned the body 31 times,
-// and common first letters made each scan stop at nearly every word.
-var phraseStarts = func() map[[2]byte][]int {
-	m := map[[2]byte][]int{}
+// phrasesByFirst lists the spamPhrases by their first byte, so one pass over a body finds
+// every phrase it holds: looking for each phrase in turn scanned the body 31 times, and
+// common first letters made each scan stop at nearly every word.
+var phrasesByFirst = func() (t [256][]uint8) {
 	for i, p := range spamPhrases {
-		k := [2]byte{p[0], p[1]}
-		m[k] = append(m[k], i)
+		t[p[0]] = append(t[p[0]], uint8(i))
 	}
-	return m
+	return t
 }()
 
 // countPhrases returns how many different spam phrases lower (in lower case) holds.
 func countPhrases(lower string) int {
 	var found [64]bool // more than spamPhrases holds
 	n := 0
-	for i := 0; i+1 < len(lower); i++ {
-		for _, p := range phraseStarts[[2]byte{lower[i], lower[i+1]}] {
-			if !found[p] && strings.HasPrefix(lower[i:], spamPhrases[p]) {
+	for i := 0; i < len(lower); i++ {
+		for _, p := range phrasesByFirst[lower[i]] {
+			if ph := spamPhrases[p]; !found[p] && strings.HasPrefix(lower[i:], ph) {
 				found[p] = true
 				n++
 			}
@@ -157,30 +156,41 @@ func scoreBuiltin(in *Input, h header, auth db.Authentication) (float64, []db.Sp
 }
 
 // collapseSpace returns the words of a and b (split at Unicode white space, as
-// strings.Fields does) joined by single spaces, in one allocation.
+// strings.Fields does) joined by single spaces, in one allocation and one pass.
 func collapseSpace(a, b string) string {
 	var out strings.Builder
 	out.Grow(len(a) + len(b) + 1)
 	for _, s := range [2]string{a, b} {
-		for len(s) > 0 {
-			i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
-			if i < 0 {
-				break
+		word := -1 // start of the word being read, or -1 between words
+		for i := 0; i < len(s); {
+			c, size := s[i], 1
+			space := asciiSpace[c]
+			if c >= utf8.RuneSelf {
+				var r rune
+				r, size = utf8.DecodeRuneInString(s[i:])
+				space = unicode.IsSpace(r)
 			}
-			s = s[i:]
-			j := strings.IndexFunc(s, unicode.IsSpace)
-			if j < 0 {
-				j = len(s)
+			switch {
+			case space && word >= 0:
+				out.WriteString(s[word:i])
+				word = -1
+			case !space && word < 0:
+				if out.Len() > 0 {
+					out.WriteByte(' ')
+				}
+				word = i
 			}
-			if out.Len() > 0 {
-				out.WriteByte(' ')
-			}
-			out.WriteString(s[:j])
-			s = s[j:]
+			i += size
+		}
+		if word >= 0 {
+			out.WriteString(s[word:])
 		}
 	}
 	return out.String()
 }
+
+// asciiSpace marks the ASCII white space of unicode.IsSpace.
+var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // shouting reports a subject of at least eight letters, four in five of them capitals.
 func shouting(s string) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"regexp"
@@ -272,5 +273,33 @@ func TestCollapseSpace(t *testing.T) {
 		{"Subject", "line one\r\nline two\r\n\r\n"}, {"\u3000", "\u3000x\u3000"}, {"bad \xff utf8", "x\xffy z"}} {
 		want := strings.Join(strings.Fields(k[0]+"\n"+k[1]), " ")
 		c.Check(collapseSpace(k[0], k[1]), qt.Equals, want, qt.Commentf("%q", k))
+	}
+}
+
+// collapseSpace and countPhrases against their definitions, on random text made of the
+// pieces that matter: white space of every kind, invalid bytes, and parts of phrases.
+func TestSpamTextRandom(t *testing.T) {
+	c := qt.New(t)
+	pieces := []string{" ", "\t", "\r\n", "\u00a0", "\u2003", "\u3000", "\x85", "\xc2", "\xff", "a", "you", " have ", "won", "lot", "tery",
+		"risk", "-free", "100%", " free", "é", "$", "€", "cialis", "act now", "x"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var a, b strings.Builder
+		for range rng.IntN(12) {
+			a.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		for range rng.IntN(40) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		want := strings.Join(strings.Fields(a.String()+"\n"+b.String()), " ")
+		got := collapseSpace(a.String(), b.String())
+		c.Assert(got, qt.Equals, want, qt.Commentf("%q %q", a.String(), b.String()))
+		n := 0
+		for _, p := range spamPhrases {
+			if strings.Contains(got, p) {
+				n++
+			}
+		}
+		c.Assert(countPhrases(got), qt.Equals, n, qt.Commentf("%q", got))
 	}
 }
