@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/binary"
 	"errors"
@@ -17,11 +18,17 @@ import (
 // back-references instead of its size. Messages whose raw bytes are large (attachments)
 // keep them in a second frame, so reading the text never inflates the attachments.
 //
+// Most often the text is the raw body itself, only with its CRLF line ends made LF; then
+// the text is not stored at all but derived from the raw bytes when read, which spares
+// compressing (and decompressing) it: half of the input zstd sees for plain mail.
+//
 // Layout, by the first byte:
 //
 //	0: uncompressed: uvarint len(text) text, uvarint len(html) html, raw
 //	1: one zstd frame of the layout of 0
 //	2: uvarint len(A), frame A of uvarint len(text) text, uvarint len(html) html; then frame B of raw
+//	3: one zstd frame of: uvarint off, uvarint len(html) html, raw; the text is raw[off:]
+//	   with CRLF and lone CR made LF (textFromRaw)
 //
 // Readers that need the text (the search indexer, triage) unpack body in Go. (Version 6 of
 // the schema had a generated body_text column; SQLite computes a STRICT table's generated
@@ -31,6 +38,7 @@ const (
 	bodyPlain   = 0
 	bodyZstd    = 1
 	bodySplit   = 2
+	bodyInRaw   = 3
 	splitAbove  = 64 << 10 // raw bytes past which they get a frame of their own
 	minCompress = 64       // smaller bodies are stored as they are
 )
@@ -54,16 +62,17 @@ type codecs struct {
 }
 
 var zstdCodecs = sync.OnceValue(func() *codecs {
-	// The default level: on the bench's 2 KB mail it makes frames ~4% smaller than the
-	// fastest level (1,357 against 1,413 bytes), for ~40 us more server CPU per message
+	// The fastest level: ~40 us less server CPU per message than the default level
 	// (scripts/smtpbench.sh, runs taken in turns; ~7 us in a benchmark of its own, where
-	// its larger match tables stay in the CPU cache). The 56 bytes matter more than their
-	// size: a row that no longer fits beside three others starts a new 8 KB page, and at
-	// the fastest level the bench's rows were just too large, so the messages table took
-	// 2,452 bytes a message instead of 2,051 (dbstat), over the 3 KB target.
+	// the default level's larger match tables stay in the CPU cache), for frames ~4%
+	// larger. Those bytes can cost more than their size: a row that no longer fits beside
+	// three others starts a new 8 KB page. With the text stored whole (layouts 1 and 2)
+	// the bench's 2 KB rows were just too large at the fastest level, and the messages
+	// table took 2,452 bytes a message instead of 2,051 (dbstat); with the text derived
+	// from the raw bytes (layout 3) they fit again: 2,050 bytes a message, 87 of them free.
 	// Windows of 256 KB: a body frame is at most ~64 KB of raw bytes plus the text, and
 	// the default (8 MB) costs megabytes of history per encoder for nothing.
-	body, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
+	body, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
 		zstd.WithLowerEncoderMem(true), zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(256<<10))
 	if err != nil {
 		panic(err) // only bad options fail
@@ -179,9 +188,59 @@ func packBody(text, html string, raw []byte) []byte {
 		out = append(out, fa...)
 		return enc.EncodeAll(raw, out)
 	}
+	if off, ok := textInRaw(text, raw); ok {
+		plain := binary.AppendUvarint(make([]byte, 0, len(html)+len(raw)+12), uint64(off))
+		plain = append(appendString(plain, html), raw...)
+		return enc.EncodeAll(plain, []byte{bodyInRaw})
+	}
 	plain := make([]byte, 0, n+12)
 	plain = append(appendString(appendString(plain, text), html), raw...)
 	return enc.EncodeAll(plain, []byte{bodyZstd})
+}
+
+// textInRaw reports whether text is the body of raw (what follows the blank line after
+// its header) with its line ends made LF, and where that body starts.
+func textInRaw(text string, raw []byte) (int, bool) {
+	off := bytes.Index(raw, []byte("\r\n\r\n"))
+	if off < 0 {
+		return 0, false
+	}
+	off += 4
+	body, i := raw[off:], 0
+	for k := 0; k < len(body); k++ {
+		c := body[k]
+		if c == '\r' {
+			if k+1 < len(body) && body[k+1] == '\n' {
+				k++
+			}
+			c = '\n'
+		}
+		if i == len(text) || text[i] != c {
+			return 0, false
+		}
+		i++
+	}
+	return off, i == len(text)
+}
+
+// textFromRaw is the text layout 3 keeps in raw[off:].
+func textFromRaw(raw []byte, off int) string {
+	body := raw[off:]
+	if bytes.IndexByte(body, '\r') < 0 {
+		return string(body)
+	}
+	out := make([]byte, 0, len(body))
+	for k := 0; k < len(body); k++ {
+		c := body[k]
+		if c == '\r' {
+			if k+1 < len(body) && body[k+1] == '\n' {
+				k++
+			}
+			c = '\n'
+		}
+		out = append(out, c)
+	}
+	return string(out)
 }
 
 var errBody = errors.New("db: malformed stored body")
@@ -215,6 +274,22 @@ func unpackBody(b []byte, wantRaw bool) (text, html string, raw []byte, err erro
 				return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
 			}
 		}
+	case bodyInRaw:
+		if plain, err = dec.DecodeAll(b[1:], nil); err != nil {
+			return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
+		}
+		off, k := binary.Uvarint(plain)
+		if k <= 0 {
+			return "", "", nil, errBody
+		}
+		html, rest, ok := cutString(plain[k:])
+		if !ok || off > uint64(len(rest)) {
+			return "", "", nil, errBody
+		}
+		if wantRaw {
+			raw = rest
+		}
+		return textFromRaw(rest, int(off)), html, raw, nil
 	default:
 		return "", "", nil, errBody
 	}

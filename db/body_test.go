@@ -122,3 +122,42 @@ func TestBodyTextPrefixCountsCharacters(t *testing.T) {
 		c.Check(got, qt.Equals, want, qt.Commentf("n=%d", n))
 	}
 }
+
+// A text that is the raw body with LF line ends is not stored but derived (layout 3); any
+// other text is stored. Either way the three parts come back as they went in.
+func TestTextDerivedFromRaw(t *testing.T) {
+	c := qt.New(t)
+	head := "Received: from mx\r\n\tby inboxd\r\nSubject: x\r\n\r\n"
+	html := "<p>" + strings.Repeat("x", 80) + "</p>" // every case large enough to compress
+	for _, tc := range []struct {
+		name, text, body string
+		derived          bool
+	}{
+		{"crlf", "one\ntwo\n\nthree\n", "one\r\ntwo\r\n\r\nthree\r\n", true},
+		{"lone cr", "a\nb\nc", "a\rb\r\nc", true},
+		{"lf", "a\nb\n", "a\nb\n", true},
+		{"empty", "", "", true},
+		{"decoded differs", "caf\u00e9\n", "caf=C3=A9\r\n", false},
+		{"text shorter", "one\n", "one\r\ntwo\r\n", false},
+		{"text longer", "one\ntwo\n", "one\r\n", false},
+		{"crlf kept in text", "a\r\nb", "a\r\nb", false},
+	} {
+		raw := []byte(head + tc.body)
+		b := packBody(tc.text, html, raw)
+		c.Check(b[0] == bodyInRaw, qt.Equals, tc.derived, qt.Commentf("%s", tc.name))
+		for _, wantRaw := range []bool{true, false} {
+			text, gotHTML, got, err := unpackBody(b, wantRaw)
+			c.Assert(err, qt.IsNil)
+			c.Check(text, qt.Equals, tc.text, qt.Commentf("%s", tc.name))
+			c.Check(gotHTML, qt.Equals, html)
+			if wantRaw {
+				c.Check(string(got), qt.Equals, string(raw))
+			}
+		}
+	}
+	// A layout 3 body whose offset points past its raw bytes is malformed, not a panic.
+	enc, _ := codec()
+	bad := enc.EncodeAll(append(appendString([]byte{200, 1}, ""), "Subject: x\r\n\r\n"...), []byte{bodyInRaw})
+	_, _, _, err := unpackBody(bad, false)
+	c.Assert(err, qt.ErrorIs, errBody)
+}
