@@ -207,18 +207,12 @@ func textInRaw(text string, raw []byte) (int, bool) {
 	}
 	off += 4
 	body, i := raw[off:], 0
-	for k := 0; k < len(body); k++ {
-		c := body[k]
-		if c == '\r' {
-			if k+1 < len(body) && body[k+1] == '\n' {
-				k++
-			}
-			c = '\n'
-		}
+	for k := 0; k < len(body); i++ {
+		var c byte
+		c, k = lfByte(body, k)
 		if i == len(text) || text[i] != c {
 			return 0, false
 		}
-		i++
 	}
 	return off, i == len(text)
 }
@@ -230,17 +224,24 @@ func textFromRaw(raw []byte, off int) string {
 		return string(body)
 	}
 	out := make([]byte, 0, len(body))
-	for k := 0; k < len(body); k++ {
-		c := body[k]
-		if c == '\r' {
-			if k+1 < len(body) && body[k+1] == '\n' {
-				k++
-			}
-			c = '\n'
-		}
+	for k := 0; k < len(body); {
+		var c byte
+		c, k = lfByte(body, k)
 		out = append(out, c)
 	}
 	return string(out)
+}
+
+// lfByte returns the byte at body[k] with CRLF and a lone CR read as LF, and where the
+// next one starts.
+func lfByte(body []byte, k int) (byte, int) {
+	if body[k] != '\r' {
+		return body[k], k + 1
+	}
+	if k+1 < len(body) && body[k+1] == '\n' {
+		return '\n', k + 2
+	}
+	return '\n', k + 1
 }
 
 var errBody = errors.New("db: malformed stored body")
