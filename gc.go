@@ -13,7 +13,9 @@ import (
 // resident memory where it was: measured with scripts/smtpbench.sh, server CPU per
 // message 1,052 -> 890 us, peak RssAnon 200 -> 204 MB (GOGC=400 alone: 626 MB). Past the
 // limit the collector works harder instead of letting the heap grow; a deployment whose
-// heap needs more (very large messages, a large reindex) sets GOMEMLIMIT higher.
+// heap needs more (very large messages) sets GOMEMLIMIT higher. A rebuild of the search
+// index lifts the limit while it runs (search.Rebuild): it holds hundreds of megabytes of
+// batches at once, and under the limit it took four times as long.
 const (
 	defaultGCPercent   = 400
 	defaultMemoryLimit = 160 << 20
