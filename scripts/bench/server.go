@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 // server is one running inboxd process.
@@ -68,6 +70,7 @@ func startServer(bin, dir, dbPath, dns string, pprof bool) (*server, time.Durati
 		args = append(args, "--pprof", s.pprof)
 	}
 	s.cmd = exec.Command(bin, args...)
+	benchkit.DieWithParent(s.cmd)
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

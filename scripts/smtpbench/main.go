@@ -115,6 +115,7 @@ func start(bin, dir, dns string, extra []string) (*server, error) {
 	args := append([]string{"serve", "--db", filepath.Join(dir, "bench.db"), "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
 		"--domain", "inboxd.test", "--dns", dns}, extra...)
 	cmd := exec.Command(bin, args...)
+	benchkit.DieWithParent(cmd)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {

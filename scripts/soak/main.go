@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
 const (
@@ -206,6 +208,7 @@ func (s *soak) start() error {
 	}
 	s.cmd = exec.Command(s.bin, "serve", "--db", filepath.Join(s.dir, "soak.db"), "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
 		"--domain", domain, "--dns", "off", "--seed", fixture, "--metrics-token", metricsToken, "--log-format", "json")
+	benchkit.DieWithParent(s.cmd)
 	s.cmd.Stderr = logf
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
