@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,9 +14,7 @@ import (
 func TestListMessagesReadsTheTimeIndex(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 	filters := []MessageFilter{
 		{},
 		{Category: "billing"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,9 +15,7 @@ import (
 func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 	c.Assert(s.EnsureAccount(ctx, Account{ID: "a", Plan: PlanExempt}, nil), qt.IsNil)
 	in, err := s.CreateInbox(ctx, NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)

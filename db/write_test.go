@@ -13,6 +13,16 @@ import (
 	qt "github.com/frankban/quicktest"
 )
 
+// tempStore opens a store on a new file in the test's temporary directory, closed when
+// the test ends.
+func tempStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
+	qt.Assert(t, err, qt.IsNil)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // groupOf runs fns as concurrent writes that share one transaction, in the order given: a
 // first write holds the committer until all of them are queued behind it.
 func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
@@ -75,9 +85,7 @@ func settingsNamed(t *testing.T, s *Store, names ...string) []string {
 
 func TestGroupedWritesFailAlone(t *testing.T) {
 	c := qt.New(t)
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 
 	refused := errors.New("refused")
 	errs := groupOf(t, s, []func(tx *sql.Tx) error{
@@ -104,9 +112,7 @@ func TestGroupedWritesFailAlone(t *testing.T) {
 
 func TestGroupedWritesShareCommits(t *testing.T) {
 	c := qt.New(t)
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 
 	// More writes than one transaction takes: all of them land, in groups.
 	var fns []func(tx *sql.Tx) error
@@ -126,9 +132,7 @@ func TestGroupedWritesShareCommits(t *testing.T) {
 func TestGroupedWritesOnAFullDisk(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 	c.Assert(s.SetFault(ctx, FaultFull), qt.IsNil)
 	blob := make([]byte, 64<<10)
 	var fns []func(tx *sql.Tx) error
@@ -166,9 +170,7 @@ func TestGroupedWritesOnAFullDisk(t *testing.T) {
 func TestWriterFileSettings(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 	pragma := func(pool *sql.DB, name string) int {
 		var v int
 		c.Assert(pool.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v), qt.IsNil)
@@ -185,9 +187,7 @@ func TestWriterFileSettings(t *testing.T) {
 func TestAnnouncedWritesGather(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
-	c.Assert(err, qt.IsNil)
-	defer s.Close()
+	s := tempStore(t)
 	defer func(d time.Duration) { gatherWait = d }(gatherWait)
 	gatherWait = time.Minute // far longer than any test waits: only the rules end a wait
 
@@ -215,7 +215,7 @@ func TestAnnouncedWritesGather(t *testing.T) {
 
 	// A lone write with nothing announced commits at once.
 	start := time.Now()
-	_, err = txOf(ctx, "lone")
+	_, err := txOf(ctx, "lone")
 	c.Assert(err, qt.IsNil)
 	c.Assert(time.Since(start) < 10*time.Second, qt.IsTrue)
 

@@ -71,6 +71,14 @@ type Incoming struct {
 	MailFrom string // the envelope sender; "" for the null sender <>
 }
 
+// ExpectDelivery announces a Receive on its way (a message whose data is still arriving),
+// so that the store's committer waits a moment for it rather than commit the deliveries
+// before it alone (db.Store.Expect). Pass the returned context to Receive, and call the
+// returned func when done, whatever happened.
+func (s *Service) ExpectDelivery(ctx context.Context) (context.Context, func()) {
+	return s.Store.Expect(ctx)
+}
+
 // Receive stores an incoming message in each of its recipient inboxes: parsed once, one
 // copy per inbox, labelled received+unread, threaded by its headers, triage pending, all
 // in one transaction. It returns only after that transaction committed, so a caller that

@@ -25,6 +25,7 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/triage"
 )
 
 // fakeRelay is an in-process SMTP server standing in for the operator's relay. Answer
@@ -152,7 +153,7 @@ type outEnv struct {
 	inbox *db.Inbox
 }
 
-func newOutEnv(t *testing.T, cfg mail.OutboundConfig) *outEnv {
+func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Service)) *outEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
@@ -169,6 +170,9 @@ func newOutEnv(t *testing.T, cfg mail.OutboundConfig) *outEnv {
 		cfg.RetryBase = 20 * time.Millisecond
 	}
 	svc.Outbound = cfg
+	for _, f := range configure {
+		f(svc)
+	}
 	workCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { svc.RunOutbound(workCtx); close(done) }()
@@ -376,6 +380,26 @@ func TestLocalUnknownRecipientSuppresses(t *testing.T) {
 	sup, err := e.store.Suppressions(context.Background(), e.inbox.ID)
 	c.Assert(err, qt.IsNil)
 	c.Check(sup, qt.HasLen, 1)
+}
+
+// TestLocalDeliveryTriagedBeforeStore: mail sent to another inbox of this server goes
+// through the same receive rules as SMTP mail, so with a provider that answers at once it
+// arrives triaged.
+func TestLocalDeliveryTriagedBeforeStore(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	model, err := triage.NewBuiltin()
+	c.Assert(err, qt.IsNil)
+	e := newOutEnv(t, mail.OutboundConfig{}, func(s *mail.Service) { s.TriageNow = model.Result })
+	desk, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
+	c.Assert(err, qt.IsNil)
+	res := e.send("k1", "desk@inboxd.test")
+	e.waitDelivery(res.MessageID, terminal)
+	m, err := e.store.GetMessage(ctx, desk.ID, res.MessageID)
+	c.Assert(err, qt.IsNil)
+	c.Assert(m.Triage, qt.IsNotNil)
+	c.Assert(m.Triage.Status, qt.Equals, db.TriageComplete)
+	c.Assert(m.Triage.Model, qt.Equals, model.Model())
 }
 
 // TestRelayDKIM signs relayed mail so that a verifier with the published key accepts it.

@@ -225,9 +225,8 @@ func (x *smtpSession) bad(e *smtp.SMTPError) error {
 
 func (x *smtpSession) Data(r io.Reader) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("message", smtpOutcome(err, smtpFailed)) }()
-	// From here the store's committer waits a moment for this delivery rather than
-	// commit the ones before it alone (db.Store.Expect).
-	ctx, settle := x.srv.svc.Store.Expect(context.Background())
+	// Announced from the DATA command on, while the data arrives (mail.ExpectDelivery).
+	ctx, settle := x.srv.svc.ExpectDelivery(context.Background())
 	defer settle()
 	conn := x.conn.Conn()
 	if sc := slotOf(conn); sc != nil {

@@ -184,11 +184,7 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 		msgs[i] = message(i, size, to[i], corpus)
 	}
 	pid := srv.cmd.Process.Pid
-	cpu0, err := benchkit.CPUTime(pid)
-	if err != nil {
-		return err
-	}
-	wrote0, stored0, err := benchkit.WrittenBytes(pid)
+	before, err := benchkit.UsageOf(pid)
 	if err != nil {
 		return err
 	}
@@ -202,17 +198,13 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 	if err := benchkit.Drain(ctx, dbPath, 5*time.Minute); err != nil {
 		return err
 	}
-	cpu1, err := benchkit.CPUTime(pid)
-	if err != nil {
-		return err
-	}
-	wrote1, stored1, err := benchkit.WrittenBytes(pid)
+	after, err := benchkit.UsageOf(pid)
 	if err != nil {
 		return err
 	}
 	perMsg := func(v int64) float64 { return float64(v) / float64(res.N) }
 	fmt.Printf("  server, per message until the index and triage queues were empty: %.0f us of CPU, %.0f KB written (%.0f KB reached storage); load average %s\n",
-		perMsg((cpu1 - cpu0).Microseconds()), perMsg(wrote1-wrote0)/1000, perMsg(stored1-stored0)/1000, benchkit.LoadAvg())
+		perMsg((after.CPU - before.CPU).Microseconds()), perMsg(after.Wrote-before.Wrote)/1000, perMsg(after.Stored-before.Stored)/1000, benchkit.LoadAvg())
 	return nil
 }
 

@@ -43,9 +43,27 @@ func Drain(ctx context.Context, path string, limit time.Duration) error {
 	}
 }
 
-// CPUTime is the CPU time (user and system) a process has used so far: with the work
-// it did, a steadier figure than a rate on a machine whose speed drifts.
-func CPUTime(pid int) (time.Duration, error) {
+// Usage is what a process has used so far: its CPU time (user and system; with the work
+// it did, a steadier figure than a rate on a machine whose speed drifts) and the bytes
+// it wrote (writtenBytes).
+type Usage struct {
+	CPU           time.Duration
+	Wrote, Stored int64
+}
+
+// UsageOf reads a process's Usage from /proc.
+func UsageOf(pid int) (Usage, error) {
+	var u Usage
+	var err error
+	if u.CPU, err = cpuTime(pid); err != nil {
+		return u, err
+	}
+	u.Wrote, u.Stored, err = writtenBytes(pid)
+	return u, err
+}
+
+// cpuTime is the CPU time (user and system) a process has used so far.
+func cpuTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -82,10 +100,10 @@ func LoadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// WrittenBytes is what a process has written so far: through write(2) and its kind
+// writtenBytes is what a process has written so far: through write(2) and its kind
 // (wchar), and to storage (write_bytes: what reached the block layer, so page-cache
 // writes of a file deleted before writeback do not count), from /proc/PID/io.
-func WrittenBytes(pid int) (syscalls, storage int64, err error) {
+func writtenBytes(pid int) (syscalls, storage int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
 		return 0, 0, err
