@@ -332,27 +332,58 @@ func (e *searchEnv) searchAsync(path string) <-chan response {
 }
 
 // gatedSource holds the indexer back: while the gate is shut it hands out no changes.
+// hold waits for a read that passed the gate before it shut, so mail delivered after
+// hold returns cannot slip into the index through a read already under way.
 type gatedSource struct {
 	search.Source
-	mu   sync.Mutex
-	open chan struct{} // closed while the gate is open
+	mu      sync.Mutex
+	open    chan struct{} // closed while the gate is open
+	reading int           // Changes calls past the gate
+	done    *sync.Cond    // signalled when reading falls
 }
 
 func (g *gatedSource) Changes(ctx context.Context, after int64, limit int) ([]search.Change, error) {
-	g.mu.Lock()
-	open := g.open
-	g.mu.Unlock()
-	select {
-	case <-open:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		g.mu.Lock()
+		open := g.open
+		select {
+		case <-open:
+			g.reading++
+			g.mu.Unlock()
+			defer g.finished()
+			return g.Source.Changes(ctx, after, limit)
+		default:
+		}
+		g.mu.Unlock()
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	return g.Source.Changes(ctx, after, limit)
+}
+
+func (g *gatedSource) finished() {
+	g.mu.Lock()
+	g.reading--
+	g.cond().Broadcast()
+	g.mu.Unlock()
+}
+
+// cond is called with mu held.
+func (g *gatedSource) cond() *sync.Cond {
+	if g.done == nil {
+		g.done = sync.NewCond(&g.mu)
+	}
+	return g.done
 }
 
 func (g *gatedSource) hold() {
 	g.mu.Lock()
 	g.open = make(chan struct{})
+	for g.reading > 0 {
+		g.cond().Wait()
+	}
 	g.mu.Unlock()
 }
 
