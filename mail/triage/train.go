@@ -125,10 +125,7 @@ func Train(examples []Example, opts TrainOptions) *Model {
 		}
 	}
 	m := &Model{Name: ModelName, Features: sortedKeys(vocab)}
-	m.index = make(map[string]int32, len(m.Features))
-	for i, f := range m.Features {
-		m.index[f] = int32(i)
-	}
+	m.buildIndex()
 	opts.Log("vocabulary: %d features (of %d seen) from %d messages", len(m.Features), len(df), len(examples))
 	vec := newVectorizer(m.lookup)
 	xs := make([]sparse, len(examples))

@@ -197,3 +197,22 @@ func prefixed(p string, xs []string) []string {
 	}
 	return out
 }
+
+// TestLookupFindsExactlyTheFeatures checks the filter in front of the feature map: every
+// feature is found at its position, and keys that are not features (near misses among
+// them) are not.
+func TestLookupFindsExactlyTheFeatures(t *testing.T) {
+	m, err := LoadModel(embeddedModel)
+	qt.Assert(t, err, qt.IsNil)
+	for i, f := range m.Features {
+		got, ok := m.lookup([]byte(f))
+		qt.Assert(t, ok, qt.IsTrue, qt.Commentf("%q", f))
+		qt.Assert(t, got, qt.Equals, int32(i))
+		for _, near := range []string{f + "x", "x" + f, strings.ToUpper(f), f[:len(f)-1]} {
+			if _, feature := m.index[near]; !feature {
+				_, ok := m.lookup([]byte(near))
+				qt.Assert(t, ok, qt.IsFalse, qt.Commentf("%q", near))
+			}
+		}
+	}
+}
