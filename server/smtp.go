@@ -358,6 +358,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // slotConn is one accepted connection: it frees its slot when closed, and knows whether
 // its session is inside DATA (then shutdown lets it finish).
+//
+// Its replies wait until the session next reads from the connection (or closes it), as
+// RFC 2920 section 3.2 asks of a server offering PIPELINING: the responses to a group of
+// commands go out as a unit, and every pending one as soon as the input read so far is
+// used up, which is exactly when the session asks the connection for more. go-smtp
+// flushes each reply on its own, so a pipelining client's MAIL, RCPT and DATA cost three
+// writes and three wake-ups of the client instead of one.
 type slotConn struct {
 	net.Conn
 	once    sync.Once
@@ -365,9 +372,39 @@ type slotConn struct {
 
 	mu   sync.Mutex
 	busy bool
+
+	wmu sync.Mutex // guards out; writes also come from timers (closing a bad session)
+	out []byte     // replies not yet written
+}
+
+func (c *slotConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	c.out = append(c.out, p...)
+	c.wmu.Unlock()
+	return len(p), nil
+}
+
+// flush writes the pending replies.
+func (c *slotConn) flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.out) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.out)
+	c.out = c.out[:0]
+	return err
+}
+
+func (c *slotConn) Read(p []byte) (int, error) {
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *slotConn) Close() error {
+	c.flush()
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
