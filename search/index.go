@@ -244,6 +244,14 @@ func scorchConfig() map[string]interface{} {
 		// a callback, and the queue is trimmed only behind it.
 		"unsafe_batch": true,
 		"bolt_timeout": "2s",
+		// No merge makes a segment of more than 100,000 documents, and one of 50,000
+		// live documents or more is merged no more (bleve's planner; the rest of its
+		// defaults stand). Uncapped, the top tier eventually merges the whole index
+		// again: on the bench's 200,000 messages a 314 MB segment was rewritten while
+		// mail arrived, taking a core for seconds, and ingest measured 1,384-1,556
+		// msg/s instead of 1,650 (BENCHMARKS.md, "Whole server: what limits it").
+		// The cost is more segments for a search to visit on a large index.
+		"scorchMergePlanOptions": map[string]interface{}{"MaxSegmentSize": 100000},
 	}
 }
 
