@@ -4,7 +4,9 @@
 // directory, with its defaults: parsing, protection (SPF, DKIM and DMARC against a local
 // fake DNS, spam rules, antivirus), threading, the search index queue and the triage queue
 // are all on. It creates the inboxes it needs through the API, runs both measurements and
-// stops the server.
+// stops the server. With -from it starts from a copy of an existing database and index
+// instead (the directory scripts/bench.sh --keep leaves), to see what a large mailbox
+// store changes.
 //
 //	go build -tags '...' -o /tmp/inboxd . && go run ./scripts/smtpbench -bin /tmp/inboxd
 //
@@ -31,42 +33,83 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "", "inboxd binary to start (required)")
-	n := flag.Int("n", 20000, "messages to send over SMTP")
-	conns := flag.Int("conns", 8, "concurrent SMTP connections")
-	size := flag.Int("size", 2048, "approximate message size in bytes")
-	inboxes := flag.Int("inboxes", 8, "recipient inboxes for the SMTP run")
-	sends := flag.Int("sends", 1000, "API sends to a local inbox")
-	sendConc := flag.Int("send-conc", 8, "concurrent API send requests")
-	keep := flag.Bool("keep", false, "keep the temporary directory (database, server log)")
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "inboxd binary to start (required)")
+	flag.IntVar(&o.n, "n", 20000, "messages to send over SMTP")
+	flag.IntVar(&o.conns, "conns", 8, "concurrent SMTP connections")
+	flag.IntVar(&o.size, "size", 2048, "approximate message size in bytes")
+	flag.IntVar(&o.inboxes, "inboxes", 8, "recipient inboxes for the SMTP run")
+	flag.IntVar(&o.sends, "sends", 1000, "API sends to a local inbox")
+	flag.IntVar(&o.sendConc, "send-conc", 8, "concurrent API send requests")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (database, server log)")
 	extra := flag.String("server-args", "", "extra arguments for inboxd serve, space separated (e.g. \"--triage off\"), to see what a part costs")
+	flag.StringVar(&o.from, "from", "", "start from a copy of this directory's bench.db and bench.db.index (scripts/bench.sh --keep leaves one) instead of an empty database")
+	flag.StringVar(&o.fromAccount, "from-account", "bench", "with -from: the account whose key the benchmark makes and whose inboxes it creates")
 	flag.Parse()
-	if *bin == "" {
+	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "smtpbench: -bin is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, strings.Fields(*extra), *n, *conns, *size, *inboxes, *sends, *sendConc, *keep); err != nil {
+	o.extra = strings.Fields(*extra)
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "smtpbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc int, keep bool) error {
+type options struct {
+	bin                                      string
+	extra                                    []string
+	n, conns, size, inboxes, sends, sendConc int
+	keep                                     bool
+	from, fromAccount                        string
+}
+
+// startFrom copies a database and its index into dir and makes an API key for it: a
+// server started on an existing database prints no key.
+func startFrom(o options, dir string) (string, error) {
+	for _, name := range []string{"bench.db", "bench.db.index"} {
+		if _, err := os.Stat(filepath.Join(o.from, name)); err != nil {
+			continue
+		}
+		if out, err := exec.Command("cp", "-a", filepath.Join(o.from, name), dir).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("copy %s: %v: %s", name, err, out)
+		}
+	}
+	out, err := exec.Command(o.bin, "keys", "create", "--db", filepath.Join(dir, "bench.db"), "--account", o.fromAccount,
+		"--scopes", "inboxes:read,inboxes:write,messages:read,messages:send,messages:write").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("keys create: %v: %s", err, out)
+	}
+	key := keyRE.Find(out)
+	if key == nil {
+		return "", fmt.Errorf("keys create printed no key: %s", out)
+	}
+	return string(key), nil
+}
+
+func run(o options) error {
 	dir, err := os.MkdirTemp("", "smtpbench-")
 	if err != nil {
 		return err
 	}
-	if !keep {
+	if !o.keep {
 		defer os.RemoveAll(dir)
 	} else {
 		fmt.Println("working directory:", dir)
+	}
+	key := ""
+	if o.from != "" {
+		if key, err = startFrom(o, dir); err != nil {
+			return err
+		}
 	}
 	dns, stopDNS, err := benchkit.FakeDNS()
 	if err != nil {
 		return err
 	}
 	defer stopDNS()
-	srv, err := start(bin, dir, dns, extra)
+	srv, err := start(o.bin, dir, dns, key, o.extra)
 	if err != nil {
 		return err
 	}
@@ -74,20 +117,20 @@ func run(bin string, extra []string, n, conns, size, inboxes, sends, sendConc in
 
 	ctx := context.Background()
 	var rcpts []string
-	for i := range inboxes {
+	for i := range o.inboxes {
 		addr := fmt.Sprintf("in%d@inboxd.test", i)
 		if err := srv.api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("in%d", i)}, nil); err != nil {
 			return err
 		}
 		rcpts = append(rcpts, addr)
 	}
-	if n > 0 {
-		if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, n, conns, size); err != nil {
+	if o.n > 0 {
+		if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size); err != nil {
 			return err
 		}
 	}
-	if sends > 0 {
-		if err := benchSends(ctx, srv.api, sends, sendConc); err != nil {
+	if o.sends > 0 {
+		if err := benchSends(ctx, srv.api, o.sends, o.sendConc); err != nil {
 			return err
 		}
 	}
@@ -107,7 +150,9 @@ var (
 	smtpRE   = regexp.MustCompile(`SMTP listening on (\S+)`)
 )
 
-func start(bin, dir, dns string, extra []string) (*server, error) {
+// start starts the server on dir/bench.db; key is the API key to use when the server
+// prints none (an existing database).
+func start(bin, dir, dns, key string, extra []string) (*server, error) {
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
@@ -124,7 +169,7 @@ func start(bin, dir, dns string, extra []string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, logFile: logf, api: &benchkit.API{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}}
+	s := &server{cmd: cmd, logFile: logf, api: &benchkit.API{Key: key, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}}
 	sc := bufio.NewScanner(out)
 	deadline := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 	for sc.Scan() {
