@@ -169,13 +169,16 @@ const designNotes = `### What the design does for these figures
   and protection-detail JSON are zstd frames primed with a dictionary of their shapes.
   New files use 8 KB pages: a commit writes each page it dirtied whole, and 16 KB pages
   cost ~275 KB of writes per ingested message against ~165 KB, for the same file size.
-  The writer keeps SQLite's savepoint journal in memory. Readers of the
+  The writer keeps SQLite's savepoint journal in memory, and a group of writes sharing a
+  commit takes a savepoint each only after one of them failed. Readers of the
   text (the search indexer, triage) unpack it in Go: a generated column would be computed,
   and the body decompressed, on every insert and update of the row (STRICT tables check
   generated columns' types).
 - **Inbound**: DNS answers are shared across messages for 30 s (the query budget still
   counts them), and the spam rules' regular expressions run only when a literal they need
-  is present.
+  is present. The replies to a client's pipelined commands go out in one write. The search
+  index never merges a segment past 100,000 documents, so arriving mail never makes it
+  rewrite the whole index.
 `
 
 func firstLoad(avg string) float64 {
