@@ -3,11 +3,13 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestPackedBodiesRoundTrip(t *testing.T) {
@@ -160,4 +162,40 @@ func TestTextDerivedFromRaw(t *testing.T) {
 	bad := enc.EncodeAll(append(appendString([]byte{200, 1}, ""), "Subject: x\r\n\r\n"...), []byte{bodyInRaw})
 	_, _, _, err := unpackBody(bad, false)
 	c.Assert(err, qt.ErrorIs, errBody)
+}
+
+// JSON columns round-trip through packJSON, short ones stored as they are.
+func TestPackedJSONRoundTrip(t *testing.T) {
+	for _, j := range []string{
+		`{"status":"pending"}`,
+		`{"status":"clean","scannedAt":"2026-11-22T02:13:44.120Z","authentication":{"spf":"pass","dkim":"pass","dmarc":"pass","signingDomains":["example.org"]},"spam":{"score":1.5,"threshold":6},"antivirus":{"status":"clean","signatures":[]},"reasons":[]}`,
+		`{"spf":{"result":"pass","domain":"bücher.example"},"note":"` + strings.Repeat("ünïcödé ", 500) + `"}`,
+	} {
+		b := packJSON(sql.NullString{String: j, Valid: true}).([]byte)
+		want := byte(jsonS2)
+		if len(j) < minCompress {
+			want = bodyPlain
+		}
+		qt.Assert(t, b[0], qt.Equals, want)
+		if want == jsonS2 {
+			qt.Assert(t, len(b) < len(j), qt.IsTrue, qt.Commentf("%d bytes for %d", len(b), len(j)))
+		}
+		got, err := unpackJSON(b)
+		qt.Assert(t, err, qt.IsNil)
+		qt.Assert(t, got, qt.Equals, j)
+	}
+	qt.Assert(t, packJSON(sql.NullString{}), qt.IsNil)
+	_, err := unpackJSON([]byte{jsonS2, 0xff, 0xff})
+	qt.Assert(t, errors.Is(err, errBody), qt.IsTrue)
+}
+
+// Rows written before JSON was packed with S2 hold zstd frames made with the same
+// dictionary; they still read.
+func TestZstdJSONStillReads(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDictRaw(jsonDictID, jsonDict))
+	qt.Assert(t, err, qt.IsNil)
+	j := `{"status":"complete","version":1,"model":"inboxd-lr-1","category":{"value":"billing","confidence":0.8123}}`
+	got, err := unpackJSON(enc.EncodeAll([]byte(j), []byte{bodyZstd}))
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, got, qt.Equals, j)
 }

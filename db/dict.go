@@ -4,9 +4,10 @@ import "strings"
 
 // The compression dictionary of the JSON a message row carries (triage, protection, the
 // protection detail). Each document is a few hundred bytes of mostly the same keys and
-// words, which zstd alone cannot find in so little text: primed with one document of each
-// shape, a row's JSON shrinks from ~330 to ~60 bytes. Frames name the dictionary by id;
-// a changed dictionary must get a new id, and the old one must stay for old rows.
+// words, which a compressor alone cannot find in so little text: primed with one document
+// of each shape, a row's JSON shrinks to a fraction (packJSON in body.go). zstd frames
+// name the dictionary by id, S2 blocks by the column's first byte; a changed dictionary
+// must get a new id and byte, and the old one must stay for old rows.
 const jsonDictID = 0x1b0c5d01
 
 var jsonDict = []byte(strings.Join([]string{
