@@ -55,7 +55,7 @@ func commonIndex(w string) int16 {
 	return -1
 }
 
-// commonPairTerm is a pair term with its hash in bodyFreqs' table.
+// commonPairTerm is a pair term with its hash in bodyTerms' table.
 type commonPairTerm struct {
 	term string
 	hash uint64

@@ -49,20 +49,36 @@ type field struct {
 
 	length int
 	freqs  index.TokenFrequencies
-	pairs  *field // kindBody: the stored pair filter to fill
+	terms  []string // kindBody, kindKeyword: the distinct terms, when freqs is not built
+	pairs  *field   // kindBody: the stored pair filter to fill
 }
 
 var fieldSize = int(reflect.TypeFor[field]().Size())
 
-func (f *field) Name() string                                     { return f.name }
-func (f *field) ArrayPositions() []uint64                         { return nil }
-func (f *field) Options() index.FieldIndexingOptions              { return f.opts }
-func (f *field) Value() []byte                                    { return f.value }
-func (f *field) NumPlainTextBytes() uint64                        { return uint64(len(f.text) + len(f.value)) }
-func (f *field) Size() int                                        { return fieldSize + len(f.value) }
-func (f *field) EncodedFieldType() byte                           { return 't' }
-func (f *field) AnalyzedLength() int                              { return f.length }
-func (f *field) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
+func (f *field) Name() string                        { return f.name }
+func (f *field) ArrayPositions() []uint64            { return nil }
+func (f *field) Options() index.FieldIndexingOptions { return f.opts }
+func (f *field) Value() []byte                       { return f.value }
+func (f *field) NumPlainTextBytes() uint64           { return uint64(len(f.text) + len(f.value)) }
+func (f *field) Size() int                           { return fieldSize + len(f.value) }
+func (f *field) EncodedFieldType() byte              { return 't' }
+func (f *field) AnalyzedLength() int                 { return f.length }
+
+// AnalyzedTokenFrequencies returns the terms with their frequencies. Our segment builder
+// reads the terms of body and keyword fields from f.terms instead (they carry neither
+// frequencies nor locations), so the map is only built if something else asks: for a
+// 2 KB body it was ~26 KB of garbage and a map insert per distinct term.
+func (f *field) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	if f.freqs == nil && f.terms != nil {
+		f.freqs = make(index.TokenFrequencies, len(f.terms))
+		slab := make([]index.TokenFreq, len(f.terms))
+		for i, t := range f.terms {
+			slab[i].Term = termBytes(t)
+			f.freqs[t] = &slab[i]
+		}
+	}
+	return f.freqs
+}
 
 // Analyze computes the term frequencies (bleve calls it on its analysis workers, in
 // parallel across the documents of a batch).
@@ -70,13 +86,13 @@ func (f *field) Analyze() {
 	switch f.kind {
 	case kindKeyword:
 		f.length = 1
-		f.freqs = index.TokenFrequencies{f.text: &index.TokenFreq{Term: []byte(f.text)}}
+		f.terms = []string{f.text}
 	case kindText:
 		f.freqs, f.length = textFreqs(f.text)
 	case kindBody:
 		sc := bodyScratchPool.Get().(*bodyScratch)
 		var pairs []uint64
-		f.freqs, f.length, pairs = bodyFreqs(f.text, sc)
+		f.terms, f.length, pairs = bodyTerms(f.text, sc)
 		if f.pairs != nil {
 			f.pairs.value = newBloom(pairs)
 		}
@@ -106,7 +122,7 @@ func textFreqs(text string) (index.TokenFrequencies, int) {
 	return freqs, len(toks)
 }
 
-// bodyScratch is the working memory of bodyFreqs, reused across messages.
+// bodyScratch is the working memory of bodyTerms, reused across messages.
 type bodyScratch struct {
 	slots []int32    // open addressing over terms: index+1, 0 is empty
 	terms []bodyTerm // the distinct terms in order of appearance
@@ -168,11 +184,11 @@ func (sc *bodyScratch) reset() {
 	sc.pairs = sc.pairs[:0]
 }
 
-// bodyFreqs returns the distinct terms of a body, its length in terms, and the hashes of
+// bodyTerms returns the distinct terms of a body, its length in terms, and the hashes of
 // its adjacent word pairs (in sc.pairs, valid until sc is reset). Each word is looked up
 // once in a table of the message's own terms; the common-word pair terms are shared
 // strings (commonPair).
-func bodyFreqs(text string, sc *bodyScratch) (index.TokenFrequencies, int, []uint64) {
+func bodyTerms(text string, sc *bodyScratch) ([]string, int, []uint64) {
 	n := 0
 	// The previous two words: position (0 for none), fixed hash, common index.
 	prevPos, prevHash, prevCommon := 0, uint64(0), int16(-1)
@@ -197,13 +213,11 @@ func bodyFreqs(text string, sc *bodyScratch) (index.TokenFrequencies, int, []uin
 		prev2Pos, prev2Hash = prevPos, prevHash
 		prevPos, prevHash, prevCommon = t.pos, h, common
 	})
-	freqs := make(index.TokenFrequencies, len(sc.terms))
-	slab := make([]index.TokenFreq, len(sc.terms))
+	terms := make([]string, len(sc.terms))
 	for i, t := range sc.terms {
-		slab[i].Term = termBytes(t.term)
-		freqs[t.term] = &slab[i]
+		terms[i] = t.term
 	}
-	return freqs, n, sc.pairs
+	return terms, n, sc.pairs
 }
 
 // termBytes returns the bytes of a term without copying them: bleve only reads a term.

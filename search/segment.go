@@ -257,21 +257,15 @@ func (b *segBuilder) addPostings(doc uint32, fl *segField, f index.Field) error 
 	norm := uint32(f.AnalyzedLength())
 	// Our body and keyword fields have neither frequencies nor locations (fields.go): their
 	// term frequencies need not be read, which saves a cache miss a posting.
-	bare := false
-	if ff, ok := f.(*field); ok {
-		bare = ff.kind == kindBody || ff.kind == kindKeyword
+	if ff, ok := f.(*field); ok && (ff.kind == kindBody || ff.kind == kindKeyword) {
+		for _, term := range ff.terms {
+			b.addPosting(fl, term, segRef{doc: doc})
+		}
+		return nil
 	}
 	for term, tf := range f.AnalyzedTokenFrequencies() {
-		t, ok := fl.dict[term]
-		if !ok {
-			t = uint32(len(b.terms))
-			b.terms = append(b.terms, segTerm{term: term})
-			fl.dict[term] = t
-			fl.terms = append(fl.terms, t)
-		}
-		b.terms[t].count++
 		ref := segRef{doc: doc}
-		if !bare && (tf.Frequency() > 0 || len(tf.Locations) > 0) {
+		if tf.Frequency() > 0 || len(tf.Locations) > 0 {
 			start := len(b.locs)
 			for _, l := range tf.Locations {
 				if l.Field != "" || len(l.ArrayPositions) > 0 {
@@ -282,9 +276,22 @@ func (b *segBuilder) addPostings(doc uint32, fl *segField, f index.Field) error 
 			b.freqs = append(b.freqs, segFreq{freq: uint64(tf.Frequency()), norm: norm, locStart: uint32(start), locEnd: uint32(len(b.locs))})
 			ref.freq = uint32(len(b.freqs))
 		}
-		b.postings = append(b.postings, segPosting{term: t, ref: ref})
+		b.addPosting(fl, term, ref)
 	}
 	return nil
+}
+
+// addPosting adds the posting ref of term in field fl, numbering the term on first sight.
+func (b *segBuilder) addPosting(fl *segField, term string, ref segRef) {
+	t, ok := fl.dict[term]
+	if !ok {
+		t = uint32(len(b.terms))
+		b.terms = append(b.terms, segTerm{term: term})
+		fl.dict[term] = t
+		fl.terms = append(fl.terms, t)
+	}
+	b.terms[t].count++
+	b.postings = append(b.postings, segPosting{term: t, ref: ref})
 }
 
 // groupPostings orders the postings by term, each term's by document (a counting sort:
