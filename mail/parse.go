@@ -304,6 +304,11 @@ func parseDate(v string) time.Time {
 	if v == "" {
 		return time.Time{}
 	}
+	// Nearly every sender writes this form, and net/mail tries 24 layouts without the day
+	// of the week before it, each failure an allocated error.
+	if t, err := time.Parse("Mon, 2 Jan 2006 15:04:05 -0700", v); err == nil {
+		return t
+	}
 	if t, err := netmail.ParseDate(v); err == nil {
 		return t
 	}

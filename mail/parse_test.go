@@ -2,6 +2,7 @@ package mail
 
 import (
 	"bytes"
+	netmail "net/mail"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -504,5 +505,30 @@ func BenchmarkParseLarge(b *testing.B) {
 		if _, err := Parse(raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// parseDate tries the common form first; wherever net/mail can parse a date, both give
+// the same instant and zone offset.
+func TestParseDateAgreesWithNetMail(t *testing.T) {
+	for _, v := range []string{
+		"Sun, 22 Nov 2026 03:05:53 +0000",
+		"Mon, 2 Jan 2006 15:04:05 -0700",
+		"Tue, 09 Dec 2025 23:59:60 +0100", // a leap second: both refuse or both accept
+		"Wed, 1 Jan 2025 00:00:00 +1345",
+		"Thu, 20 Nov 1997 09:55:06 MDT",
+		"Fri, 21 Nov 1997 09:55:06 -0600 (MDT)",
+		"21 Nov 97 09:55:06 GMT",
+		"Sat, 31 Feb 2026 10:00:00 +0000", // no such day
+		"Mon, 22 Nov 2026 03:05:53 +0000", // wrong day of the week
+	} {
+		want, werr := netmail.ParseDate(v)
+		got := parseDate(v)
+		if werr != nil {
+			continue // parseDate then tries its own repairs
+		}
+		_, wantOff := want.Zone()
+		_, gotOff := got.Zone()
+		qt.Check(t, got.Equal(want) && wantOff == gotOff, qt.IsTrue, qt.Commentf("%q: %v, net/mail %v", v, got, want))
 	}
 }

@@ -33,20 +33,30 @@ func Clean(s string) string {
 }
 
 // Preview is the short text shown in message and thread lists.
+// It is the text's words joined by single spaces, cut to previewRunes runes, never ending
+// in a space; it reads only as much of the text as it needs.
 func Preview(text string) string {
-	s := strings.Join(strings.Fields(Clean(text)), " ")
-	if utf8.RuneCountInString(s) <= previewRunes {
-		return s
-	}
-	n := 0
-	for i := range s {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range Clean(text) {
+		if unicode.IsSpace(r) {
+			space = n > 0
+			continue
+		}
+		if space {
+			if n+1 >= previewRunes {
+				break // the space would end the preview
+			}
+			b.WriteByte(' ')
+			n, space = n+1, false
+		}
 		if n == previewRunes {
-			s = s[:i]
 			break
 		}
+		b.WriteRune(r)
 		n++
 	}
-	return strings.TrimRightFunc(s, unicode.IsSpace)
+	return b.String()
 }
 
 // normalizeNewlines gives API clients "\n" line endings whatever the wire

@@ -1,8 +1,10 @@
 package mail
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	qt "github.com/frankban/quicktest"
@@ -38,6 +40,30 @@ func TestPreview(t *testing.T) {
 			c.Check(got, qt.Equals, test.want)
 			c.Check(utf8.RuneCountInString(got) <= 200, qt.IsTrue)
 		})
+	}
+}
+
+// Preview reads only what it needs; it must say what its definition says: the words
+// joined by single spaces, cut to 200 runes, no trailing space.
+func TestPreviewRandom(t *testing.T) {
+	ref := func(text string) string {
+		s := strings.Join(strings.Fields(Clean(text)), " ")
+		if utf8.RuneCountInString(s) > previewRunes {
+			s = string([]rune(s)[:previewRunes])
+		}
+		return strings.TrimRightFunc(s, unicode.IsSpace)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	parts := []string{"a", "bc", "é", "東京", " ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u2003", "\x00", "\xff", "word"}
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(260) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		in := b.String()
+		if got, want := Preview(in), ref(in); got != want {
+			t.Fatalf("Preview(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
