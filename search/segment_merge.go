@@ -81,11 +81,8 @@ func mergeSegments(segs []segment.Segment, drops []*roaring.Bitmap, path string,
 		return nil, 0, segment.ErrClosed
 	}
 
-	m.segBuilder = segBuilderPool.Get().(*segBuilder)
-	defer func() {
-		m.reset()
-		segBuilderPool.Put(m.segBuilder)
-	}()
+	m.segBuilder = getBuilder()
+	defer putBuilder(m.segBuilder)
 	m.out = make([]byte, 0, 2*mergeFlushSize)
 	for id, name := range names {
 		m.fields = append(m.fields, segField{name: name, opts: opts[id]})
