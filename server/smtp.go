@@ -404,7 +404,17 @@ func (c *slotConn) Read(p []byte) (int, error) {
 }
 
 func (c *slotConn) Close() error {
-	c.flush()
+	// Send what is pending, within a second, unless a write is under way: a client that
+	// does not read must not hold the closing (from a timer, or at shutdown) for the
+	// minute of the write timeout. Closing ends that write.
+	if c.wmu.TryLock() {
+		if len(c.out) > 0 {
+			c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			c.Conn.Write(c.out)
+			c.out = c.out[:0]
+		}
+		c.wmu.Unlock()
+	}
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err

@@ -48,3 +48,37 @@ func TestRepliesGoOutWhenTheSessionReads(t *testing.T) {
 	qt.Assert(t, sc.Close(), qt.IsNil)
 	qt.Assert(t, <-got, qt.Equals, "221 2.0.0 Bye\r\n")
 }
+
+// A client that sends but never reads leaves the session stuck in a write of its replies;
+// closing the connection (a timer for a misbehaving session, or shutdown) must not wait
+// for that write, and ends it.
+func TestCloseDoesNotWaitForAStuckWrite(t *testing.T) {
+	client, srv := net.Pipe()
+	defer client.Close()
+	sc := &slotConn{Conn: srv, release: func() {}}
+	sc.Write([]byte("500 5.5.2 Error: bad syntax\r\n"))
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := sc.Read(make([]byte, 16)) // flushes first: blocks, nobody reads the pipe
+		readDone <- err
+	}()
+	// Let the session goroutine get into its write (if it has not, Close flushes itself,
+	// within its one-second deadline).
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() {
+		sc.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a write the client never reads")
+	}
+	select {
+	case err := <-readDone:
+		qt.Assert(t, err, qt.IsNotNil)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stuck write did not end when the connection closed")
+	}
+}
