@@ -332,29 +332,26 @@ func (e *searchEnv) searchAsync(path string) <-chan response {
 }
 
 // gatedSource holds the indexer back: while the gate is shut it hands out no changes.
-// hold waits for a read that passed the gate before it shut, so mail delivered after
-// hold returns cannot slip into the index through a read already under way.
+// hold waits for a read that passed the gate before it shut (mu's write lock waits for
+// the read locks), so mail delivered after hold returns cannot slip into the index
+// through a read already under way.
 type gatedSource struct {
 	search.Source
-	mu      sync.Mutex
-	open    chan struct{} // closed while the gate is open
-	reading int           // Changes calls past the gate
-	done    *sync.Cond    // signalled when reading falls
+	mu   sync.RWMutex  // read-held by a Changes call past the gate
+	open chan struct{} // closed while the gate is open; replaced under the write lock
 }
 
 func (g *gatedSource) Changes(ctx context.Context, after int64, limit int) ([]search.Change, error) {
 	for {
-		g.mu.Lock()
+		g.mu.RLock()
 		open := g.open
 		select {
 		case <-open:
-			g.reading++
-			g.mu.Unlock()
-			defer g.finished()
+			defer g.mu.RUnlock()
 			return g.Source.Changes(ctx, after, limit)
 		default:
 		}
-		g.mu.Unlock()
+		g.mu.RUnlock()
 		select {
 		case <-open:
 		case <-ctx.Done():
@@ -363,27 +360,9 @@ func (g *gatedSource) Changes(ctx context.Context, after int64, limit int) ([]se
 	}
 }
 
-func (g *gatedSource) finished() {
-	g.mu.Lock()
-	g.reading--
-	g.cond().Broadcast()
-	g.mu.Unlock()
-}
-
-// cond is called with mu held.
-func (g *gatedSource) cond() *sync.Cond {
-	if g.done == nil {
-		g.done = sync.NewCond(&g.mu)
-	}
-	return g.done
-}
-
 func (g *gatedSource) hold() {
 	g.mu.Lock()
 	g.open = make(chan struct{})
-	for g.reading > 0 {
-		g.cond().Wait()
-	}
 	g.mu.Unlock()
 }
 
