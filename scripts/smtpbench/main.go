@@ -68,7 +68,10 @@ type options struct {
 // startFrom copies a database and its index into dir and makes an API key for it: a
 // server started on an existing database prints no key.
 func startFrom(o options, dir string) (string, error) {
-	for _, name := range []string{"bench.db", "bench.db.index"} {
+	if _, err := os.Stat(filepath.Join(o.from, "bench.db")); err != nil {
+		return "", fmt.Errorf("-from: %w", err)
+	}
+	for _, name := range []string{"bench.db", "bench.db.index"} { // without an index, the server builds one
 		if _, err := os.Stat(filepath.Join(o.from, name)); err != nil {
 			continue
 		}
