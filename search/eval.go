@@ -32,8 +32,8 @@ import (
 // docKey is the sort key a segment's document number stands for.
 type docKey struct{ ts, id int64 }
 
-// keyCache holds the keys of each segment's documents, read once per segment from the
-// document ids (segments never change; merged ones are new segments).
+// keyCache holds the keys of each segment's documents, read once per segment
+// (segmentKeys; segments never change, merged ones are new segments).
 type keyCache struct {
 	mu sync.Mutex
 	m  map[segment.Segment][]docKey
@@ -46,18 +46,9 @@ func (c *keyCache) get(seg segment.Segment) ([]docKey, error) {
 	if ok {
 		return keys, nil
 	}
-	n := seg.Count()
-	keys = make([]docKey, n)
-	for i := uint64(0); i < n; i++ {
-		id, err := seg.DocID(i)
-		if err != nil {
-			return nil, err
-		}
-		ts, mid, ok := parseDocID(id)
-		if !ok {
-			return nil, fmt.Errorf("search: document %d has id %q", i, id)
-		}
-		keys[i] = docKey{ts, mid}
+	keys, err := segmentKeys(seg)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.m == nil {
