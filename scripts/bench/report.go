@@ -179,6 +179,12 @@ const designNotes = `### What the design does for these figures
   is present. The replies to a client's pipelined commands go out in one write. The search
   index never merges a segment past 100,000 documents, so arriving mail never makes it
   rewrite the whole index.
+- **Memory**: the search index's segments are memory-mapped files, and every page the
+  server reads through a mapping counts in its resident memory while the segment is
+  open. The keys of a segment's documents are read from its id dictionary (~15 bytes a
+  document) rather than its stored values, which hold each message's pair filter too
+  (~575 bytes); on this data set that took the resident memory right after a start from
+  188 to 65 MB. The Go runtime collects at GOGC 400 under a 160 MiB soft limit (gc.go).
 `
 
 func firstLoad(avg string) float64 {
