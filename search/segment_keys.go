@@ -34,11 +34,7 @@ func keysFromDictionary(seg segment.Segment) ([]docKey, error) {
 		return nil, err
 	}
 	// readMergeInput checked that field 0 is _id.
-	r := memReader{mem: in.mem, pos: in.dicts[0], ok: true}
-	fst, err := vellum.Load(r.bytes(r.uvarint()))
-	if !r.ok {
-		return nil, errMergeCorrupt
-	}
+	fst, err := in.dictionary(0)
 	if err != nil {
 		return nil, err
 	}

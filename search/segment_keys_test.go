@@ -33,4 +33,13 @@ func TestSegmentKeysFromDictionary(t *testing.T) {
 			qt.Assert(t, uint64(len(got)), qt.Equals, seg.Count())
 		})
 	}
+	// A segment the dictionary cannot be read from gets its keys from the stored ids.
+	other := struct{ segment.Segment }{ours}
+	_, err = keysFromDictionary(other)
+	qt.Assert(t, err, qt.ErrorIs, errSegmentUnsupported)
+	got, err := segmentKeys(other)
+	qt.Assert(t, err, qt.IsNil)
+	want, err := keysFromStored(ours)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, slices.Equal(got, want), qt.IsTrue)
 }

@@ -8,6 +8,7 @@ import (
 
 	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"github.com/blevesearch/vellum"
 	zap "github.com/blevesearch/zapx/v17"
 )
 
@@ -111,6 +112,16 @@ func readMergeInput(s segment.Segment) (*mergeInput, error) {
 		return nil, errSegmentUnsupported
 	}
 	return in, nil
+}
+
+// dictionary returns the term dictionary of field fid.
+func (in *mergeInput) dictionary(fid int) (*vellum.FST, error) {
+	r := memReader{mem: in.mem, pos: in.dicts[fid], ok: true}
+	fst, err := vellum.Load(r.bytes(r.uvarint()))
+	if !r.ok {
+		return nil, errMergeCorrupt
+	}
+	return fst, err
 }
 
 // memReader reads varints and bytes of a segment; ok turns false past its end.

@@ -44,11 +44,7 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 			if fid < 0 {
 				continue
 			}
-			r := memReader{mem: in.mem, pos: in.dicts[fid], ok: true}
-			fst, err := vellum.Load(r.bytes(r.uvarint()))
-			if !r.ok {
-				return 0, errMergeCorrupt
-			}
+			fst, err := in.dictionary(fid)
 			if err != nil {
 				return 0, err
 			}
