@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -69,31 +68,28 @@ func (s *Store) IndexQueueBounds(ctx context.Context) (last, first int64, err er
 	return last, first, err
 }
 
-// IndexQueueLast returns the newest sequence number ever committed to the index queue: a
-// search waits for the index to reach it, so a client finds what it just wrote.
+// IndexQueueLast returns the newest sequence number ever committed to the index queue:
+// what CatchUp waits for the index to reach.
 func (s *Store) IndexQueueLast(ctx context.Context) (int64, error) {
 	var last int64
 	err := s.r.QueryRowContext(ctx, "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), 0)").Scan(&last)
 	return last, storageError(err)
 }
 
-// IndexQueuePending returns the newest sequence number after `after` queued for one
-// inbox, 0 when there is none. A search waits only for the changes of its own inbox, so
-// mail arriving in other inboxes never makes it wait, nor cuts the indexer's batches
-// short. It reads only the rows after `after` (the ones the index does not hold yet), by
-// the queue's primary key.
-func (s *Store) IndexQueuePending(ctx context.Context, inbox, after int64) (int64, error) {
-	var seq int64
-	err := s.r.QueryRowContext(noCancel(ctx), "SELECT seq FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq DESC LIMIT 1", after, inbox).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return seq, storageError(err)
+// IndexInboxChanges returns up to limit changes after seq queued for one inbox, in
+// order: what a search there matches itself because the index does not hold it yet. It
+// reads only the rows after `after`, by the queue's primary key.
+func (s *Store) IndexInboxChanges(ctx context.Context, inbox, after int64, limit int) ([]IndexChange, error) {
+	return s.indexChanges(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq LIMIT ?", after, inbox, limit)
 }
 
 // IndexChanges returns up to limit queued changes after seq, in order.
 func (s *Store) IndexChanges(ctx context.Context, after int64, limit int) ([]IndexChange, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	return s.indexChanges(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+}
+
+func (s *Store) indexChanges(ctx context.Context, query string, args ...any) ([]IndexChange, error) {
+	rows, err := s.r.QueryContext(noCancel(ctx), query, args...)
 	if err != nil {
 		return nil, storageError(err)
 	}

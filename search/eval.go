@@ -310,6 +310,17 @@ func (ix *Index) InboxDocs(ctx context.Context, inbox int64) ([][2]int64, error)
 // textFields are the fields a word without a field operator is looked for in.
 var textFields = []string{fSubject, fFrom, fTo, fBody}
 
+// clauseFields are the fields a clause's words are looked for in (none but for words).
+func clauseFields(c clause) []string {
+	if c.kind != kWords {
+		return nil
+	}
+	if c.field != "" {
+		return []string{c.field}
+	}
+	return textFields
+}
+
 func boost(field string) float64 {
 	switch field {
 	case fSubject:
@@ -358,7 +369,7 @@ func (h *pendingHeap) Pop() any {
 var scorePool = sync.Pool{New: func() any { return new([]float64) }}
 
 // search answers one page: up to k hits in result order after req.After.
-func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm) ([]Hit, error) {
+func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm, t *tail) ([]Hit, error) {
 	s, err := ix.snapshot()
 	if err != nil {
 		return nil, err
@@ -371,15 +382,6 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 	for _, g := range req.Query.groups {
 		groups = append(groups, [2]int{len(cls), len(cls) + len(g)})
 		cls = append(cls, g...)
-	}
-	fieldsOf := func(c clause) []string {
-		if c.kind != kWords {
-			return nil
-		}
-		if c.field != "" {
-			return []string{c.field}
-		}
-		return textFields
 	}
 
 	// Pass 1: the bitmaps of every clause in every segment, and document frequencies.
@@ -439,7 +441,7 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 				}
 				sc.any = roaring.And(bm, base)
 			default:
-				fields := fieldsOf(c)
+				fields := clauseFields(c)
 				sc.exact = make([]*roaring.Bitmap, len(fields))
 				for fi, f := range fields {
 					cand := base
@@ -481,15 +483,17 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 	}
 
 	// The weight of each (clause, field) match.
+	tailDocs, tailN := t.frequencies(cls, df)
+	docs := s.docs + tailN
 	weights := make([][]float64, len(cls))
 	for ci, c := range cls {
 		if c.not || c.kind != kWords {
 			continue
 		}
-		for _, f := range fieldsOf(c) {
+		for _, f := range clauseFields(c) {
 			w := 0.0
 			for _, t := range c.terms {
-				w += 1 + math.Log(float64(s.docs)/float64(df[[2]string{f, t}]+1))
+				w += 1 + math.Log(float64(docs)/float64(df[[2]string{f, t}]+1))
 			}
 			weights[ci] = append(weights[ci], boost(f)*w)
 		}
@@ -511,6 +515,7 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 			heap.Fix(top, 0)
 		}
 	}
+	tailHits(tailDocs, req, weights, consider)
 	for si, v := range s.segs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -590,7 +595,9 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 				keyErr = err
 				return
 			}
-			consider(Hit{ID: key.id, TS: key.ts, Score: sc})
+			if !t.hides(key.id) {
+				consider(Hit{ID: key.id, TS: key.ts, Score: sc})
+			}
 		})
 		visit(unsure, func(doc uint32, sc float64) {
 			if keyErr != nil {
@@ -599,6 +606,9 @@ func (ix *Index) search(ctx context.Context, req Request, k int, confirm Confirm
 			key, err := v.key(doc)
 			if err != nil {
 				keyErr = err
+				return
+			}
+			if t.hides(key.id) {
 				return
 			}
 			pending = append(pending, evalHit{Hit: Hit{ID: key.id, TS: key.ts, Score: sc}, seg: si, doc: doc})

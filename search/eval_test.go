@@ -19,6 +19,20 @@ func applyWait(t *testing.T, ix *Index, bt *Batch, seq int64) {
 	qt.Assert(t, <-done, qt.IsNil)
 }
 
+// indexOf is a new index in a test directory holding docs.
+func indexOf(t *testing.T, docs ...*Doc) *Index {
+	t.Helper()
+	ix, _, err := Open(filepath.Join(t.TempDir(), "x.index"))
+	qt.Assert(t, err, qt.IsNil)
+	t.Cleanup(func() { ix.Close() })
+	bt := ix.NewBatch()
+	for _, d := range docs {
+		bt.Put(d)
+	}
+	applyWait(t, ix, bt, 1)
+	return ix
+}
+
 // The bitmap evaluator finds exactly the messages the query language says match (as
 // Query.matches evaluates it on the text), over several segments with updates and deletes,
 // and returns them in result order.
@@ -28,31 +42,50 @@ func TestSearchMatchesTextEvaluation(t *testing.T) {
 	}
 }
 
+// docGen makes random messages over a small vocabulary, so queries match many of them.
+type docGen struct {
+	rng *rand.Rand
+}
+
+var (
+	genVocab  = strings.Fields("red apple green pear blue sky the of report weekly invoice march plan")
+	genPeople = []string{"Alice Smith <alice@acme.com>", "bob@globex.io", "Carol <carol@mail.acme.com>"}
+)
+
+func newDocGen(seed uint64) *docGen { return &docGen{rng: rand.New(rand.NewPCG(seed, 7))} }
+
+func (g *docGen) words(n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = genVocab[g.rng.IntN(len(genVocab))]
+	}
+	return strings.Join(w, " ")
+}
+
+// doc is a message of inbox 1 (three in four) or 2.
+func (g *docGen) doc(id int64) *Doc {
+	rng := g.rng
+	d := &Doc{ID: id, Inbox: 1 + int64(rng.IntN(4)/3), TS: int64(rng.IntN(20)) * 1000, Subject: g.words(1 + rng.IntN(3)),
+		From: genPeople[rng.IntN(3)], To: []string{genPeople[rng.IntN(3)]}, Body: g.words(rng.IntN(30))}
+	if rng.IntN(4) == 0 {
+		d.Attachments = []string{"file-" + genVocab[rng.IntN(len(genVocab))] + ".pdf"}
+	}
+	return d
+}
+
 func testMatchesText(t *testing.T, seed uint64) {
 	ix, _, err := Open(filepath.Join(t.TempDir(), "x.index"))
 	qt.Assert(t, err, qt.IsNil)
 	defer ix.Close()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	vocab := strings.Fields("red apple green pear blue sky the of report weekly invoice march plan")
-	words := func(n int) string {
-		w := make([]string, n)
-		for i := range w {
-			w[i] = vocab[rng.IntN(len(vocab))]
-		}
-		return strings.Join(w, " ")
-	}
-	people := []string{"Alice Smith <alice@acme.com>", "bob@globex.io", "Carol <carol@mail.acme.com>"}
+	gen := newDocGen(seed)
+	rng, words := gen.rng, gen.words
 	docs := map[int64]*Doc{}
 	seq := int64(0)
 	for round := 0; round < 4; round++ {
 		bt := ix.NewBatch()
 		for i := 0; i < 60; i++ {
-			id := int64(rng.IntN(150) + 1) // some are updates of earlier ones
-			d := &Doc{ID: id, Inbox: 1 + int64(rng.IntN(4)/3), TS: int64(rng.IntN(20)) * 1000, Subject: words(1 + rng.IntN(3)),
-				From: people[rng.IntN(3)], To: []string{people[rng.IntN(3)]}, Body: words(rng.IntN(30))}
-			if rng.IntN(4) == 0 {
-				d.Attachments = []string{"file-" + vocab[rng.IntN(len(vocab))] + ".pdf"}
-			}
+			d := gen.doc(int64(rng.IntN(150) + 1)) // some are updates of earlier ones
+			id := d.ID
 			if old, ok := docs[id]; ok {
 				bt.Delete(old.TS, old.ID)
 			}
@@ -94,7 +127,7 @@ func testMatchesText(t *testing.T, seed uint64) {
 			}
 		}
 		sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
-		hits, err := ix.search(context.Background(), Request{Inbox: 1, Query: q, Limit: 1000}, 1001, confirm)
+		hits, err := ix.search(context.Background(), Request{Inbox: 1, Query: q, Limit: 1000}, 1001, confirm, nil)
 		qt.Assert(t, err, qt.IsNil)
 		var got []int64
 		for i, h := range hits {
@@ -117,7 +150,7 @@ func testMatchesText(t *testing.T, seed uint64) {
 		var paged []Hit
 		var after *Hit
 		for {
-			page, more, err := ix.searchPage(context.Background(), Request{Inbox: 1, Query: q, Limit: 7, After: after}, confirm)
+			page, more, err := ix.searchPage(context.Background(), Request{Inbox: 1, Query: q, Limit: 7, After: after}, confirm, nil)
 			qt.Assert(t, err, qt.IsNil)
 			paged = append(paged, page...)
 			if !more {
@@ -135,14 +168,10 @@ func testMatchesText(t *testing.T, seed uint64) {
 // Only the pair filter stands between a body phrase and a message holding its words apart:
 // without a check against the text, the index still tells them apart.
 func TestBodyPhraseFromPairFilter(t *testing.T) {
-	ix, _, err := Open(filepath.Join(t.TempDir(), "x.index"))
-	qt.Assert(t, err, qt.IsNil)
-	defer ix.Close()
-	bt := ix.NewBatch()
-	bt.Put(&Doc{ID: 1, Inbox: 1, TS: 1, Body: "I like the red apple."})
-	bt.Put(&Doc{ID: 2, Inbox: 1, TS: 2, Body: "An apple, red and ripe."})
-	bt.Put(&Doc{ID: 3, Inbox: 1, TS: 3, Body: "Mail alice@example.com wrote"})
-	applyWait(t, ix, bt, 1)
+	ix := indexOf(t,
+		&Doc{ID: 1, Inbox: 1, TS: 1, Body: "I like the red apple."},
+		&Doc{ID: 2, Inbox: 1, TS: 2, Body: "An apple, red and ripe."},
+		&Doc{ID: 3, Inbox: 1, TS: 3, Body: "Mail alice@example.com wrote"})
 	for _, tc := range []struct {
 		q    string
 		want []int64

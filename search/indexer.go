@@ -27,9 +27,8 @@ type Source interface {
 	QueueBounds(ctx context.Context) (last, first int64, err error)
 	// LastSeq returns the newest sequence number ever queued.
 	LastSeq(ctx context.Context) (int64, error)
-	// Pending returns the newest sequence number after `after` queued for the inbox, 0
-	// when there is none.
-	Pending(ctx context.Context, inbox, after int64) (int64, error)
+	// InboxChanges returns up to limit changes after seq queued for one inbox, in order.
+	InboxChanges(ctx context.Context, inbox, after int64, limit int) ([]Change, error)
 	// Changes returns up to limit queued changes after seq, in order.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 	// Docs returns the searchable messages among ids; a message left out is dropped.
@@ -51,15 +50,14 @@ type Options struct {
 	// 2000 ~1,210 us and ~175 MB, 4000 ~1,190 us and ~200 MB.
 	BatchSize int
 	// Poll is how often the queue is checked without a wake-up (default 1s). A search
-	// wakes the indexer and waits for what was committed to its inbox before it
-	// (read-your-writes), so the interval only sets how much the indexer gathers into one
-	// segment while nobody searches an inbox with changes pending: bleve's cost per
-	// message falls with the batch (a segment's build and its later merges); measured on
-	// SMTP ingest, 1 s instead of 200 ms took 14% less CPU.
+	// matches what was committed to its inbox before it and is not indexed yet itself
+	// (tail.go), so the interval only sets how much the indexer gathers into one segment:
+	// bleve's cost per message falls with the batch (a segment's build and its later
+	// merges); measured on SMTP ingest, 1 s instead of 200 ms took 14% less CPU.
 	Poll time.Duration
-	// Wait bounds how long a search waits for the index to catch up with the newest write
-	// committed to its inbox (default 500ms); after it the search answers from what is
-	// indexed.
+	// Wait bounds how long CatchUp, and a search behind more pending changes than it
+	// matches itself, wait for the index (default 500ms); after it the search answers
+	// from what is indexed.
 	Wait time.Duration
 	Log  *slog.Logger
 }
@@ -219,7 +217,7 @@ func (x *Indexer) loop(ctx context.Context, rebuild string) {
 	}
 	tick := time.NewTicker(x.opt.Poll)
 	defer tick.Stop()
-	urgent := false // a search waits
+	urgent := false // someone waits (CatchUp)
 	for {
 		for {
 			n, deferred, err := x.step(ctx, urgent)
@@ -372,13 +370,12 @@ func (x *Indexer) docsFor(ctx context.Context, changes []Change) (map[int64]*Doc
 // holdBack returns the changes to apply now. Fresh mail is triaged within a moment of
 // its delivery, and the triage result changes its document, so a message indexed on
 // arrival was most often indexed again a tick later: measured on SMTP ingest, a quarter
-// of the documents were built twice. So when nobody waits (no search of an inbox with
-// changes pending) and the indexer is at the head of the queue, the changes from the
-// first one read for the first time whose message still waits for triage are left for
-// the next tick; by then that message's triage result is queued too, and it is indexed
-// once. A change is held back at most once (it is no longer new at the next tick), so a
-// slow triage delays it by one tick and no more; a search never waits for it, as a
-// search wakes the indexer, which then applies everything.
+// of the documents were built twice. So when nobody waits (CatchUp) and the indexer is at
+// the head of the queue, the changes from the first one read for the first time whose
+// message still waits for triage are left for the next tick; by then that message's
+// triage result is queued too, and it is indexed once. A change is held back at most once (it is no longer new at the next tick), so a
+// slow triage delays it by one tick and no more; a search never waits for it, as it
+// matches the changes the index does not hold yet itself (tail.go).
 func (x *Indexer) holdBack(changes []Change, byID map[int64]*Doc, applyAll bool) ([]Change, bool) {
 	seen := x.seen
 	x.seen = max(x.seen, changes[len(changes)-1].Seq)
@@ -441,17 +438,6 @@ func (x *Indexer) CatchUp(ctx context.Context) (bool, error) {
 	return x.waitFor(ctx, want)
 }
 
-// catchUpInbox is CatchUp for the changes of one inbox: what a search there needs.
-func (x *Indexer) catchUpInbox(ctx context.Context, inbox int64) (bool, error) {
-	// Changes up to applied are in the index; of the rest, only the inbox's matter. The
-	// read sees every change committed before it, so none can slip between the two.
-	want, err := x.src.Pending(ctx, inbox, x.applied.Load())
-	if err != nil {
-		return false, err
-	}
-	return x.waitFor(ctx, want)
-}
-
 // waitFor waits, at most the configured bound, until the index holds the change with
 // sequence number want, waking the indexer if it does not yet.
 func (x *Indexer) waitFor(ctx context.Context, want int64) (bool, error) {
@@ -481,12 +467,23 @@ func (x *Indexer) waitFor(ctx context.Context, want int64) (bool, error) {
 	}
 }
 
-// Search answers one page of a search. It first waits (bounded) for the index to hold
-// every change to the inbox committed before the call, so a client finds what it just
-// wrote.
+// Search answers one page of a search, with every change to the inbox committed before
+// the call: from the index, and from the store for the changes the index does not hold
+// yet (tail.go). When those are too many, or the index is being rebuilt, it waits
+// (bounded) for the indexer instead.
 func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) {
-	if _, err := x.catchUpInbox(ctx, req.Inbox); err != nil {
+	// Changes up to applied are in the index (applied is read before the snapshot is
+	// taken); the tail read sees every change committed before it, so none can slip
+	// between the two.
+	t, ok, err := x.tailOf(ctx, req.Inbox)
+	if err != nil {
 		return nil, false, err
+	}
+	if !ok || !x.ready() {
+		t = nil
+		if _, err := x.CatchUp(ctx); err != nil {
+			return nil, false, err
+		}
 	}
 	x.mu.Lock()
 	ix := x.ix
@@ -498,5 +495,5 @@ func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) 
 	// (the index holds a filter of each message's word pairs, not their positions).
 	return ix.searchPage(ctx, req, func(ctx context.Context, ids []int64) ([]Doc, error) {
 		return x.src.Docs(ctx, ids)
-	})
+	}, t)
 }

@@ -55,55 +55,67 @@ next:
 	return false
 }
 
+// docTerms is a message with its fields' words, each field read when first asked for.
+type docTerms struct {
+	d      *Doc
+	texts  map[string]string
+	fields map[string]fieldTerms
+}
+
+func newDocTerms(d *Doc) *docTerms {
+	return &docTerms{d: d, texts: fieldTexts(d), fields: map[string]fieldTerms{}}
+}
+
+func (dt *docTerms) in(field string) fieldTerms {
+	ft, ok := dt.fields[field]
+	if !ok {
+		ft = termsOf(dt.texts[field])
+		dt.fields[field] = ft
+	}
+	return ft
+}
+
 // matches evaluates the query on a message's text exactly as the index would, positions
 // included.
 func (q Query) matches(d *Doc) bool {
-	texts := fieldTexts(d)
-	fields := map[string]fieldTerms{}
-	in := func(f string) fieldTerms {
-		ft, ok := fields[f]
-		if !ok {
-			ft = termsOf(texts[f])
-			fields[f] = ft
-		}
-		return ft
-	}
-	clauseMatches := func(c clause) bool {
-		var m bool
-		switch c.kind {
-		case kHas:
-			m = len(d.Attachments) > 0
-		case kBefore:
-			m = day(d.TS) < day(c.ms)
-		case kAfter:
-			m = day(d.TS) >= day(c.ms)
-		default:
-			if c.field != "" {
-				m = in(c.field).has(c.terms)
-			} else {
-				for _, f := range []string{fSubject, fFrom, fTo, fBody} {
-					if in(f).has(c.terms) {
-						m = true
-						break
-					}
-				}
-			}
-		}
-		return m != c.not
-	}
+	_, ok := q.score(newDocTerms(d), nil)
+	return ok
+}
+
+// score evaluates the query on a message as matches does and scores it as a search
+// scores a hit: weights[ci][fi] for each word clause ci (numbered across the groups) and
+// each field fi of clauseFields it matches in. With nil weights the score is 0.
+func (q Query) score(dt *docTerms, weights [][]float64) (float64, bool) {
+	d := dt.d
+	score, ok, ci := 0.0, true, 0
 	for _, g := range q.groups {
 		any := false
 		for _, c := range g {
-			if clauseMatches(c) {
-				any = true
-				break
+			var m bool
+			switch c.kind {
+			case kHas:
+				m = len(d.Attachments) > 0
+			case kBefore:
+				m = day(d.TS) < day(c.ms)
+			case kAfter:
+				m = day(d.TS) >= day(c.ms)
+			default:
+				// Every field, not the first that matches: each adds to the score.
+				for fi, f := range clauseFields(c) {
+					if dt.in(f).has(c.terms) {
+						m = true
+						if weights != nil && weights[ci] != nil {
+							score += weights[ci][fi]
+						}
+					}
+				}
 			}
+			any = any || m != c.not
+			ci++
 		}
-		if !any {
-			return false
-		}
+		ok = ok && any
 	}
-	return true
+	return score, ok
 }
 
 // hasPhrase reports whether text holds terms at consecutive word positions, as the index

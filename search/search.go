@@ -11,6 +11,13 @@ type Filter struct {
 	Urgency    string
 }
 
+// admits reports whether a document passes the filter, as the index's keyword fields do.
+func (f Filter) admits(d *Doc) bool {
+	return (f.Category == "" || f.Category == d.Category) &&
+		(f.NeedsReply == "" || f.NeedsReply == d.NeedsReply) &&
+		(f.Urgency == "" || f.Urgency == d.Urgency)
+}
+
 // Hit is one found message: its row id, timestamp and relevance score.
 type Hit struct {
 	ID    int64
@@ -45,14 +52,14 @@ type Request struct {
 // phrase in the body is trusted to the pair filters (see Indexer.Search for the check
 // against the text).
 func (ix *Index) Search(ctx context.Context, req Request) ([]Hit, bool, error) {
-	return ix.searchPage(ctx, req, nil)
+	return ix.searchPage(ctx, req, nil, nil)
 }
 
-func (ix *Index) searchPage(ctx context.Context, req Request, confirm Confirm) ([]Hit, bool, error) {
+func (ix *Index) searchPage(ctx context.Context, req Request, confirm Confirm, t *tail) ([]Hit, bool, error) {
 	if len(req.Query.groups) == 0 || req.Limit <= 0 {
 		return []Hit{}, false, nil
 	}
-	out, err := ix.search(ctx, req, req.Limit+1, confirm)
+	out, err := ix.search(ctx, req, req.Limit+1, confirm, t)
 	if err != nil {
 		return nil, false, err
 	}

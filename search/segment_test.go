@@ -405,9 +405,9 @@ func TestIndexSameAsWithZapx(t *testing.T) {
 		for _, qs := range queries {
 			for inbox := int64(0); inbox < 5; inbox++ {
 				req := Request{Inbox: inbox, Query: Parse(qs), Limit: 1000}
-				want, err := ref.search(context.Background(), req, 1001, confirm)
+				want, err := ref.search(context.Background(), req, 1001, confirm, nil)
 				qt.Assert(t, err, qt.IsNil)
-				got, err := ours.search(context.Background(), req, 1001, confirm)
+				got, err := ours.search(context.Background(), req, 1001, confirm, nil)
 				qt.Assert(t, err, qt.IsNil)
 				qt.Assert(t, got, qt.DeepEquals, want, qt.Commentf("%s in inbox %d", qs, inbox))
 				hits += len(want)

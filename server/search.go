@@ -71,12 +71,15 @@ func (src searchSource) QueueBounds(ctx context.Context) (int64, int64, error) {
 
 func (src searchSource) LastSeq(ctx context.Context) (int64, error) { return src.s.IndexQueueLast(ctx) }
 
-func (src searchSource) Pending(ctx context.Context, inbox, after int64) (int64, error) {
-	return src.s.IndexQueuePending(ctx, inbox, after)
+func (src searchSource) InboxChanges(ctx context.Context, inbox, after int64, limit int) ([]search.Change, error) {
+	return searchChanges(src.s.IndexInboxChanges(ctx, inbox, after, limit))
 }
 
 func (src searchSource) Changes(ctx context.Context, after int64, limit int) ([]search.Change, error) {
-	rows, err := src.s.IndexChanges(ctx, after, limit)
+	return searchChanges(src.s.IndexChanges(ctx, after, limit))
+}
+
+func searchChanges(rows []db.IndexChange, err error) ([]search.Change, error) {
 	out := make([]search.Change, len(rows))
 	for i, c := range rows {
 		out[i] = search.Change(c)
