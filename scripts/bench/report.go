@@ -30,6 +30,7 @@ func writeSection(path, section string) error {
 	end := len(doc)
 	if i := strings.Index(doc[start+len(sectionTitle):], "\n## "); i >= 0 {
 		end = start + len(sectionTitle) + i + 1
+		section = strings.TrimRight(section, "\n") + "\n\n" // a blank line before the next heading
 	}
 	return os.WriteFile(path, []byte(doc[:start]+section+doc[end:]), 0o644)
 }
