@@ -373,9 +373,10 @@ func (x *Indexer) docsFor(ctx context.Context, changes []Change) (map[int64]*Doc
 // of the documents were built twice. So when nobody waits (CatchUp) and the indexer is at
 // the head of the queue, the changes from the first one read for the first time whose
 // message still waits for triage are left for the next tick; by then that message's
-// triage result is queued too, and it is indexed once. A change is held back at most once (it is no longer new at the next tick), so a
-// slow triage delays it by one tick and no more; a search never waits for it, as it
-// matches the changes the index does not hold yet itself (tail.go).
+// triage result is queued too, and it is indexed once. A change is held back at most
+// once (it is no longer new at the next tick), so a slow triage delays it by one tick
+// and no more; a search never waits for it, as it matches the changes the index does not
+// hold yet itself (tail.go).
 func (x *Indexer) holdBack(changes []Change, byID map[int64]*Doc, applyAll bool) ([]Change, bool) {
 	seen := x.seen
 	x.seen = max(x.seen, changes[len(changes)-1].Seq)

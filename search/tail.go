@@ -25,7 +25,9 @@ type tail struct {
 
 // frequencies adds the tail's documents to the document frequencies of the clauses'
 // words (df, keyed as the index's are) and returns their number, so that a tail hit is
-// weighed as it will be once indexed. It returns the documents with their words read.
+// weighed as it will be once indexed (a new message exactly; the old document of a
+// changed one still counts until the indexer replaces it). It returns the documents with
+// their words read.
 func (t *tail) frequencies(cls []clause, df map[[2]string]uint64) ([]*docTerms, uint64) {
 	if t == nil {
 		return nil, 0
