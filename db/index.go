@@ -80,8 +80,12 @@ func (s *Store) IndexQueueLast(ctx context.Context) (int64, error) {
 // order: what a search there matches itself because the index does not hold it yet. It
 // reads only the rows after `after`, by the queue's primary key.
 func (s *Store) IndexInboxChanges(ctx context.Context, inbox, after int64, limit int) ([]IndexChange, error) {
-	return s.indexChanges(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq LIMIT ?", after, inbox, limit)
+	return s.indexChanges(ctx, inboxChangesQuery, after, inbox, limit)
 }
+
+// inboxChangesQuery reads through index_queue_by_inbox (migration 0011), not every pending
+// row of every inbox.
+const inboxChangesQuery = "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq LIMIT ?"
 
 // IndexChanges returns up to limit queued changes after seq, in order.
 func (s *Store) IndexChanges(ctx context.Context, after int64, limit int) ([]IndexChange, error) {

@@ -51,6 +51,15 @@ func TestLabelQueriesUseThePrimaryKey(t *testing.T) {
 	}
 }
 
+// A search's read of its inbox's unindexed changes goes through the queue's inbox index
+// (migration 0011), in sequence order: never every pending row of every inbox, never a sort.
+func TestInboxChangesReadTheInboxIndex(t *testing.T) {
+	c := qt.New(t)
+	plan := queryPlan(c, tempStore(t), inboxChangesQuery, 10, 3, 257)
+	c.Check(plan, qt.Contains, "USING INDEX index_queue_by_inbox (inbox=? AND rowid>?)", qt.Commentf("%s", plan))
+	c.Check(plan, qt.Not(qt.Contains), "TEMP B-TREE", qt.Commentf("%s", plan))
+}
+
 // queryPlan is SQLite's plan for query, one step a line.
 func queryPlan(c *qt.C, s *Store, query string, args ...any) string {
 	rows, err := s.w.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)

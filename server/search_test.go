@@ -307,7 +307,8 @@ func TestSearchAnswersAheadOfTheIndexer(t *testing.T) {
 	got, _ = e.search("soup")
 	qt.Assert(t, got, qt.DeepEquals, []string{})
 
-	// Behind more changes than that, the search waits for the indexer, then finds them.
+	// Behind more changes than a search matches itself (search's maxTail, 256; these and
+	// the ones above are more), the search waits for the indexer, then finds them.
 	for i := range 256 {
 		e.deliver(db.NewMessage{Subject: fmt.Sprintf("Turnip %d", i)})
 	}
