@@ -47,6 +47,9 @@ var (
 
 func main() {
 	tuneGC()
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		tuneProcs()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {

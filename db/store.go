@@ -81,8 +81,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	r.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
-	r.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
+	// A reader per P (`inboxd serve` runs two Ps per CPU), at least four: each keeps a
+	// 2 MB page cache, and one per P already lets every P wait on a read at once.
+	readers := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	s.r = r
 	if s.tokenKey, err = s.secret(ctx, "page_token_key"); err != nil {
 		s.Close()
