@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,25 +41,55 @@ type mem struct {
 	rss, hwm, anon, file int64
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePort returns a loopback TCP port that is free now and not in taken. It comes from
+// below the kernel's range of ephemeral ports: a port from that range (what listening on
+// port 0 hands out) can be taken by any outgoing connection before inboxd binds it, and
+// the harness opens thousands (a start once failed with "address already in use").
+func freePort(taken []int) (int, error) {
+	lo := ephemeralLow()
+	for range 1000 {
+		p := 10000 + rand.IntN(max(lo-10000, 1))
+		if slices.Contains(taken, p) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in 10000-%d", lo-1)
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default when
+// it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= 10001 {
+		return 32768
+	}
+	return lo
 }
 
 // startServer starts inboxd serve on the database and returns once /healthz answers 200,
 // with the time that took from the start of the process.
 func startServer(bin, dir, dbPath, dns string, pprof bool) (*server, time.Duration, error) {
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
+	var ports []int
+	for range 3 {
+		p, err := freePort(ports)
 		if err != nil {
 			return nil, 0, err
 		}
-		ports[i] = p
+		ports = append(ports, p)
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
