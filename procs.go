@@ -17,7 +17,7 @@ import (
 // limits it"): getMessage at 64 clients 7,624-8,542 -> 9,573-10,101 req/s, getThread at 64
 // 2,838-3,519 -> 3,783-4,324, SMTP ingest beside a search loop 1,339-1,382 -> 1,421-1,539
 // msg/s; on a cold page cache getMessage went from 5,347 to 7,798 req/s. Four per CPU
-// (and so twice the readers, db.Open) measured about the same, with 30 MB more memory.
+// (with sixteen readers) measured about the same, with 30 MB more resident memory.
 const procsPerCPU = 2
 
 // tuneProcs sets the server's GOMAXPROCS, and leaves what the environment chose. Other
