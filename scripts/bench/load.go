@@ -37,9 +37,15 @@ type opResult struct {
 	firstErr string
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	diskRead int64 // bytes the server read from storage during the run, warm-up included
 }
 
 func (r opResult) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// diskKBPerAnswer is what the server read from storage per answer, in KB.
+func (r opResult) diskKBPerAnswer() float64 {
+	return float64(r.diskRead) / 1024 / float64(max(r.answered, 1))
+}
 
 // run keeps conc callers busy with op for warmup, then for d, and measures the second part.
 func (c *client) run(ctx context.Context, op operation, conc int, warmup, d time.Duration) opResult {

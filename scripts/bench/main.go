@@ -211,9 +211,12 @@ func run(ctx context.Context, o options) error {
 	profileWait := srv.profile(ctx, profilePath(o.profile, "cpu-reads.pprof"), time.Duration(len(ops)*len(r.levels))*(sc.opDuration+sc.warmup))
 	for _, op := range ops {
 		for _, conc := range r.levels {
+			before, _ := benchkit.UsageOf(srv.cmd.Process.Pid)
 			res := c.run(ctx, op, conc, sc.warmup, sc.opDuration)
+			after, _ := benchkit.UsageOf(srv.cmd.Process.Pid)
+			res.diskRead = after.Read - before.Read
 			r.ops = append(r.ops, res)
-			logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d", op.name, conc, res.rps(), benchkit.Ms(res.p50), benchkit.Ms(res.p99), res.errors)
+			logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  disk %5.1f KB/req  errors %d", op.name, conc, res.rps(), benchkit.Ms(res.p50), benchkit.Ms(res.p99), res.diskKBPerAnswer(), res.errors)
 			if res.errors > 0 {
 				logf("    first error: %s", res.firstErr)
 			}

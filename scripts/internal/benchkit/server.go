@@ -44,11 +44,12 @@ func Drain(ctx context.Context, path string, limit time.Duration) error {
 }
 
 // Usage is what a process has used so far: its CPU time (user and system; with the work
-// it did, a steadier figure than a rate on a machine whose speed drifts) and the bytes
-// it wrote (writtenBytes).
+// it did, a steadier figure than a rate on a machine whose speed drifts), the bytes it
+// wrote, and the bytes it read from storage (ioBytes).
 type Usage struct {
 	CPU           time.Duration
 	Wrote, Stored int64
+	Read          int64
 }
 
 // UsageOf reads a process's Usage from /proc.
@@ -58,7 +59,7 @@ func UsageOf(pid int) (Usage, error) {
 	if u.CPU, err = cpuTime(pid); err != nil {
 		return u, err
 	}
-	u.Wrote, u.Stored, err = writtenBytes(pid)
+	u.Wrote, u.Stored, u.Read, err = ioBytes(pid)
 	return u, err
 }
 
@@ -100,13 +101,14 @@ func LoadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// writtenBytes is what a process has written so far: through write(2) and its kind
-// (wchar), and to storage (write_bytes: what reached the block layer, so page-cache
-// writes of a file deleted before writeback do not count), from /proc/PID/io.
-func writtenBytes(pid int) (syscalls, storage int64, err error) {
+// ioBytes is what a process has written so far, through write(2) and its kind (wchar)
+// and to storage (write_bytes: what reached the block layer, so page-cache writes of a
+// file deleted before writeback do not count), and what it has read from storage
+// (read_bytes: pages that were not in the page cache), from /proc/PID/io.
+func ioBytes(pid int) (syscalls, storage, read int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ": ")
@@ -119,7 +121,9 @@ func writtenBytes(pid int) (syscalls, storage int64, err error) {
 			syscalls = n
 		case "write_bytes":
 			storage = n
+		case "read_bytes":
+			read = n
 		}
 	}
-	return syscalls, storage, nil
+	return syscalls, storage, read, nil
 }
