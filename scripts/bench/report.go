@@ -165,6 +165,9 @@ const designNotes = `### What the design does for these figures
   go-sqlite3 would otherwise start a goroutine per transaction, statement and result set.
   Row JSON (triage, protection, delivery) is decoded and responses encoded with
   github.com/segmentio/encoding/json (encoding/json's output, codecs cached per type).
+  ` + "`inboxd serve`" + ` runs two Ps per CPU (procs.go): a goroutine in a SQLite call keeps its
+  P while SQLite waits for the disk, and on this machine random reads of the database
+  often do (see the eighth session's notes in "what limits it").
 - **Storage**: a message's text, HTML and raw MIME are one zstd frame (the text is usually
   the raw body again, so it costs back-references, not its size); raw bytes past 64 KB get
   a frame of their own so reading the text never inflates attachments. Triage, protection
@@ -172,7 +175,9 @@ const designNotes = `### What the design does for these figures
   New files use 8 KB pages: a commit writes each page it dirtied whole, and 16 KB pages
   cost ~275 KB of writes per ingested message against ~165 KB, for the same file size.
   The writer keeps SQLite's savepoint journal in memory, and a group of writes sharing a
-  commit takes a savepoint each only after one of them failed. Readers of the
+  commit takes a savepoint each only after one of them failed. The writer checkpoints
+  the WAL every 4,000 pages (32 MB) rather than SQLite's 1,000: every writer waits out a
+  checkpoint's fsyncs, and fewer, larger checkpoints wait less in all. Readers of the
   text (the search indexer, triage) unpack it in Go: a generated column would be computed,
   and the body decompressed, on every insert and update of the row (STRICT tables check
   generated columns' types).
