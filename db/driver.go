@@ -2,6 +2,7 @@ package db
 
 import (
 	"database/sql"
+	"fmt"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -38,10 +39,14 @@ func init() {
 		// search loop 1,324-1,475 (1,401) against 1,450-1,562 (1,508). The transfers'
 		// p99 rose from 15-18 to 26-32 ms (the longer checkpoints), and the WAL file
 		// grows to ~32 MB instead of ~8.
-		_, err := c.Exec("PRAGMA wal_autocheckpoint = 4000", nil)
+		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil)
 		return err
 	}})
 }
+
+// walCheckpointPages is the WAL size, in pages, past which the writer checkpoints (see
+// the writer's connect hook).
+const walCheckpointPages = 4000
 
 func registerFuncs(c *sqlite3.SQLiteConn) error {
 	if err := c.RegisterFunc("inboxd_body_text", sqlBodyText, true); err != nil {

@@ -258,3 +258,13 @@ func TestAnnouncedWritesGather(t *testing.T) {
 	c.Assert(s.writes.expected, qt.Equals, 0)
 	s.writes.mu.Unlock()
 }
+
+// The writer connection checkpoints the WAL every walCheckpointPages pages, not at
+// SQLite's 1,000 (driver.go).
+func TestWriterCheckpointInterval(t *testing.T) {
+	s := tempStore(t)
+	var pages int
+	qt.Assert(t, s.w.QueryRowContext(context.Background(), "PRAGMA wal_autocheckpoint").Scan(&pages), qt.IsNil)
+	qt.Assert(t, pages, qt.Equals, walCheckpointPages)
+	qt.Assert(t, pages > 1000, qt.IsTrue)
+}

@@ -476,12 +476,15 @@ func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) 
 	// Changes up to applied are in the index (applied is read before the snapshot is
 	// taken); the tail read sees every change committed before it, so none can slip
 	// between the two.
-	t, ok, err := x.tailOf(ctx, req.Inbox)
-	if err != nil {
-		return nil, false, err
+	var t *tail
+	ok := x.ready()
+	if ok {
+		var err error
+		if t, ok, err = x.tailOf(ctx, req.Inbox); err != nil {
+			return nil, false, err
+		}
 	}
-	if !ok || !x.ready() {
-		t = nil
+	if !ok {
 		if _, err := x.CatchUp(ctx); err != nil {
 			return nil, false, err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/smtp"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +125,7 @@ func TestMetrics(t *testing.T) {
 	c.Check(ok, qt.IsTrue)
 	c.Check(m["process_resident_memory_bytes"] > 0, qt.IsTrue)
 	c.Check(m["go_goroutines"] > 0, qt.IsTrue)
+	c.Check(m["go_sched_gomaxprocs_threads"], qt.Equals, float64(runtime.GOMAXPROCS(0)))
 	c.Check(m[`inboxd_search_index_ready`], qt.Equals, 1.0)
 }
 
