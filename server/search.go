@@ -13,6 +13,11 @@ import (
 // the message ids in result order (relevance, then time, then id); the rows come from
 // the store, which is the truth.
 func (s *Server) handleMessagesSearch(w http.ResponseWriter, r *http.Request, c *call) error {
+	return searchThreads().do(r.Context(), func() error { return s.search(w, r, c) })
+}
+
+// search answers a search; it runs on the pool of lower priority (priority.go).
+func (s *Server) search(w http.ResponseWriter, r *http.Request, c *call) error {
 	ix := s.cfg.Search
 	if ix == nil {
 		return db.Errorf(db.ECodeNotFound, "searchMessages is not available: this server runs without a search index")

@@ -105,9 +105,12 @@ func TestSearchRanksSubjectAboveBody(t *testing.T) {
 		db.NewMessage{Subject: "Hello", Text: "Nothing to see.", From: "invoice@billing.example"},
 		db.NewMessage{Subject: "Unrelated", Text: "Nothing here either."},
 	)
+	before := server.LowPriorityRuns()
 	got, next := e.search("INVOICE")
 	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March", "Hello", "Lunch plans"})
 	qt.Assert(t, next, qt.Equals, "")
+	// The search ran on the threads of lower CPU priority (priority.go).
+	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before+1)
 }
 
 func TestSearchQueryLanguage(t *testing.T) {

@@ -67,6 +67,9 @@ func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, lo
 	if s.dash, err = newDashboard(s); err != nil {
 		return nil, fmt.Errorf("server: dashboard: %w", err)
 	}
+	if err := searchThreads().err; err != nil {
+		log.Warn("searches run at normal CPU priority", "err", err)
+	}
 	s.router = s.routes()
 	return s, nil
 }

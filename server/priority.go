@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Searches run on OS threads of lower CPU priority than the rest of the server, so that
+// when the machine's cores are all busy, mail being delivered gets them first: a client
+// searching in a loop on a 2-core machine took 20-29% of the SMTP ingest rate at normal
+// priority, and 13-18% on threads niced by 10, at the price of slower searches while mail
+// streams in (BENCHMARKS.md, ninth session). On an idle machine the niceness changes
+// nothing: it only decides who waits when threads compete for a core. A search is the
+// most expensive read there is (an index query, then a row fetch per hit); the other
+// reads stay at normal priority.
+//
+// Go schedules goroutines on threads it picks, so the work is handed to goroutines locked
+// to threads of their own, whose niceness is raised once and never lowered (Linux allows
+// a process to lower its own threads' priority, not to raise it again). One pool serves
+// the whole process.
+const searchNice = 10
+
+// lowPriority runs functions on its niced threads, first come, first served.
+type lowPriority struct {
+	jobs    chan func()
+	workers int
+	err     error         // why the threads' priority could not be lowered; they work anyway
+	ran     atomic.Uint64 // functions run (tests check searches go through the pool)
+}
+
+// searchThreads is the pool: half as many workers as Ps, which is as many as there are
+// CPUs unless GOMAXPROCS says otherwise. It stays below the number of reader connections
+// (db: at least four, one per P), so the niced threads cannot hold every reader while
+// the kernel keeps them waiting for a core.
+var searchThreads = sync.OnceValue(func() *lowPriority {
+	p := &lowPriority{jobs: make(chan func()), workers: max(1, runtime.GOMAXPROCS(0)/2)}
+	started := make(chan error, p.workers)
+	for range p.workers {
+		go p.work(started)
+	}
+	for range p.workers {
+		if err := <-started; err != nil {
+			p.err = err
+		}
+	}
+	return p
+})
+
+func (p *lowPriority) work(started chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread keeps its niceness for good
+	started <- lowerThreadPriority(searchNice)
+	for job := range p.jobs {
+		job()
+	}
+}
+
+// do runs f on one of the pool's threads and returns its error. It waits for a free
+// thread until ctx ends; once f has started it waits for f to finish, so f may use the
+// caller's request and response. A panic in f is raised again in the caller.
+func (p *lowPriority) do(ctx context.Context, f func() error) error {
+	type outcome struct {
+		err      error
+		panicked bool
+		value    any
+	}
+	done := make(chan outcome, 1)
+	job := func() {
+		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				o = outcome{panicked: true, value: v}
+			}
+			done <- o
+		}()
+		o.err = f()
+	}
+	select {
+	case p.jobs <- job:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	o := <-done
+	p.ran.Add(1)
+	if o.panicked {
+		panic(o.value)
+	}
+	return o.err
+}
