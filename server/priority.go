@@ -30,12 +30,12 @@ type lowPriority struct {
 	ran     atomic.Uint64 // functions run (tests check searches go through the pool)
 }
 
-// searchThreads is the pool: half as many workers as Ps, which is as many as there are
-// CPUs unless GOMAXPROCS says otherwise. It stays below the number of reader connections
-// (db: at least four, one per P), so the niced threads cannot hold every reader while
-// the kernel keeps them waiting for a core.
+// searchThreads is the pool: one worker per P but one, so that searches waiting for the
+// disk (a cold index, rows not cached) still keep the cores busy, while one reader
+// connection at least (db: one per P, at least four) is never held by a niced thread
+// that the kernel keeps waiting for a core.
 var searchThreads = sync.OnceValue(func() *lowPriority {
-	p := &lowPriority{jobs: make(chan func()), workers: max(1, runtime.GOMAXPROCS(0)/2)}
+	p := &lowPriority{jobs: make(chan func()), workers: max(1, runtime.GOMAXPROCS(0)-1)}
 	started := make(chan error, p.workers)
 	for range p.workers {
 		go p.work(started)
