@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -35,7 +36,8 @@ type Service struct {
 	// second indexing of the message. Nil leaves every analysis to the triage queue.
 	TriageNow func(m *db.NewMessage, now time.Time) *db.Triage
 
-	kick chan struct{}
+	kick      chan struct{}
+	receiving atomic.Int64 // calls of Receive in progress
 }
 
 // NewService returns a Service; RunOutbound must run for queued mail to move.

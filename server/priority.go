@@ -7,14 +7,15 @@ import (
 	"sync/atomic"
 )
 
-// Searches run on OS threads of lower CPU priority than the rest of the server, so that
-// when the machine's cores are all busy, mail being delivered gets them first: a client
-// searching in a loop on a 2-core machine took 20-29% of the SMTP ingest rate at normal
-// priority, and 13-18% on threads niced by 10, at the price of slower searches while mail
-// streams in (BENCHMARKS.md, ninth session). On an idle machine the niceness changes
-// nothing: it only decides who waits when threads compete for a core. A search is the
-// most expensive read there is (an index query, then a row fetch per hit); the other
-// reads stay at normal priority.
+// While mail is being received, searches run on OS threads of lower CPU priority than
+// the rest of the server, so that when the machine's cores are all busy, mail being
+// delivered gets them first: a client searching in a loop on a 2-core machine took 20-29%
+// of the SMTP ingest rate at normal priority, and 12-18% on threads niced by 10, at the
+// price of slower searches while mail streams in (BENCHMARKS.md, ninth session). A search
+// is the most expensive read there is (an index query, then a row fetch per hit); the
+// other reads stay at normal priority. When no mail is arriving, searches run where they
+// were called: on those threads concurrent searches answered 20-25% fewer a second (the
+// server's other threads, and the client's, preempt a niced thread whenever they wake).
 //
 // Go schedules goroutines on threads it picks, so the work is handed to goroutines locked
 // to threads of their own, whose niceness is raised once and never lowered (Linux allows

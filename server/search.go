@@ -13,10 +13,14 @@ import (
 // the message ids in result order (relevance, then time, then id); the rows come from
 // the store, which is the truth.
 func (s *Server) handleMessagesSearch(w http.ResponseWriter, r *http.Request, c *call) error {
-	return searchThreads().do(r.Context(), func() error { return s.search(w, r, c) })
+	if s.mail != nil && s.mail.Receiving() {
+		// Mail is arriving: it gets the cores first (priority.go).
+		return searchThreads().do(r.Context(), func() error { return s.search(w, r, c) })
+	}
+	return s.search(w, r, c)
 }
 
-// search answers a search; it runs on the pool of lower priority (priority.go).
+// search answers a search.
 func (s *Server) search(w http.ResponseWriter, r *http.Request, c *call) error {
 	ix := s.cfg.Search
 	if ix == nil {

@@ -18,6 +18,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -105,11 +106,32 @@ func TestSearchRanksSubjectAboveBody(t *testing.T) {
 		db.NewMessage{Subject: "Hello", Text: "Nothing to see.", From: "invoice@billing.example"},
 		db.NewMessage{Subject: "Unrelated", Text: "Nothing here either."},
 	)
-	before := server.LowPriorityRuns()
 	got, next := e.search("INVOICE")
 	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March", "Hello", "Lunch plans"})
 	qt.Assert(t, next, qt.Equals, "")
-	// The search ran on the threads of lower CPU priority (priority.go).
+}
+
+// While mail is being received, a search runs on the threads of lower CPU priority
+// (priority.go); otherwise on the request's own.
+func TestSearchYieldsToArrivingMail(t *testing.T) {
+	e := newSearchEnv(t)
+	e.deliver(db.NewMessage{Subject: "Invoice for March", Text: "See the attachment."})
+	before := server.LowPriorityRuns()
+	got, _ := e.search("invoice")
+	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March"})
+	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before)
+
+	var during []string
+	e.svc.TriageNow = func(*db.NewMessage, time.Time) *db.Triage { // runs inside Receive
+		during, _ = e.search("invoice")
+		return nil
+	}
+	raw := "From: a@example.org\r\nTo: " + e.inbox.Address + "\r\nSubject: Hi\r\nMessage-ID: <arriving@test>\r\n\r\nHello.\r\n"
+	_, err := e.svc.Receive(context.Background(), mail.Incoming{Data: []byte(raw), Inboxes: []int64{e.inbox.ID}})
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, during, qt.DeepEquals, []string{"Invoice for March"})
+	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before+1)
+	e.search("invoice") // the message has arrived
 	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before+1)
 }
 

@@ -185,9 +185,9 @@ const designNotes = `### What the design does for these figures
   counts them), and the spam rules' regular expressions run only when a literal they need
   is present. The replies to a client's pipelined commands go out in one write. The search
   index never merges a segment past 100,000 documents, so arriving mail never makes it
-  rewrite the whole index. Searches run on threads niced by 10 (server/priority.go): while
-  the cores are contended, the work of delivering mail runs first, so the ingest beside
-  the search loop loses less; the searches take longer meanwhile.
+  rewrite the whole index. While mail is being received, searches run on threads niced by 10
+  (server/priority.go): the work of delivering it gets the cores first, so the ingest
+  beside the search loop loses less; those searches take longer.
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while the segment is
   open. The keys of a segment's documents are read from its id dictionary (~15 bytes a
