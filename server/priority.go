@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // While mail is being received, searches run on OS threads of lower CPU priority than
@@ -58,8 +60,9 @@ func (p *lowPriority) work(started chan<- error) {
 }
 
 // do runs f on one of the pool's threads and returns its error. It waits for a free
-// thread until ctx ends; once f has started it waits for f to finish, so f may use the
-// caller's request and response. A panic in f is raised again in the caller.
+// thread until ctx ends (then it answers unavailable, transient); once f has started it
+// waits for f to finish, so f may use the caller's request and response. A panic in f is
+// raised again in the caller.
 func (p *lowPriority) do(ctx context.Context, f func() error) error {
 	type outcome struct {
 		err      error
@@ -80,7 +83,8 @@ func (p *lowPriority) do(ctx context.Context, f func() error) error {
 	select {
 	case p.jobs <- job:
 	case <-ctx.Done():
-		return ctx.Err()
+		return &db.Error{Code: db.ECodeUnavailable, Message: "the request ended while it waited for a search thread",
+			Transient: true, Cause: ctx.Err()}
 	}
 	o := <-done
 	p.ran.Add(1)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // threadNice reads the calling thread's niceness from /proc (field 19 of its stat line),
@@ -71,6 +73,7 @@ func TestLowPriorityGivesUpWaitingWhenTheRequestEnds(t *testing.T) {
 	ran := false
 	err := p.do(ctx, func() error { ran = true; return nil })
 	qt.Assert(t, err, qt.ErrorIs, context.DeadlineExceeded)
+	qt.Assert(t, db.IsCode(err, db.ECodeUnavailable), qt.IsTrue)
 	close(release)
 	qt.Assert(t, p.do(context.Background(), func() error { return nil }), qt.IsNil)
 	qt.Assert(t, ran, qt.IsFalse)
