@@ -106,12 +106,14 @@ type Message struct {
 	Attachments []AttachmentSummary `json:"attachments"`
 	Triage      *Triage             `json:"triage,omitempty"`
 	Protection  *Protection         `json:"protection,omitempty"`
-	Text        *string             `json:"text,omitempty"`
-	HTML        *string             `json:"html,omitempty"`
-	Cc          []string            `json:"cc,omitempty"`
-	Bcc         []string            `json:"bcc,omitempty"`
-	ReplyTo     []string            `json:"replyTo,omitempty"`
-	Delivery    *Delivery           `json:"delivery,omitempty"`
+	// SenderAuthentication is set by the views (views.go), from Direction and Protection.
+	SenderAuthentication string    `json:"senderAuthentication,omitempty"`
+	Text                 *string   `json:"text,omitempty"`
+	HTML                 *string   `json:"html,omitempty"`
+	Cc                   []string  `json:"cc,omitempty"`
+	Bcc                  []string  `json:"bcc,omitempty"`
+	ReplyTo              []string  `json:"replyTo,omitempty"`
+	Delivery             *Delivery `json:"delivery,omitempty"`
 
 	Direction   string   `json:"-"`
 	Quarantined bool     `json:"-"`

@@ -8,6 +8,7 @@ package db
 func (m Message) SummaryView() Message {
 	v := m
 	v.Text, v.HTML, v.Cc, v.Bcc, v.ReplyTo, v.Delivery = nil, nil, nil, nil, nil, nil
+	v.SenderAuthentication = senderAuthentication(m)
 	if m.Quarantined {
 		v.Preview = ""
 		v.Triage = nil
@@ -35,6 +36,28 @@ func (m Message) FullView(includeHTML, mailboxKey bool) Message {
 		v.HTML = &html
 	}
 	return v
+}
+
+// Values of a received message's senderAuthentication (API-NOTES section 9).
+const (
+	SenderAuthenticated   = "authenticated"
+	SenderUnauthenticated = "unauthenticated"
+	SenderUnchecked       = "unchecked"
+)
+
+// senderAuthentication says how far a received message's From can be trusted: its domain
+// passed DMARC in the protection scan, or it did not (no policy, a failure, a forgery
+// released from quarantine), or nothing scanned it (protection off). Sent mail has none.
+func senderAuthentication(m Message) string {
+	switch {
+	case m.Direction != Received:
+		return ""
+	case m.Protection == nil:
+		return SenderUnchecked
+	case m.Protection.Authentication.DMARC == "pass":
+		return SenderAuthenticated
+	}
+	return SenderUnauthenticated
 }
 
 func nonNil(s []string) []string {

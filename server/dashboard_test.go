@@ -288,6 +288,7 @@ func TestDashboardReleaseSpam(t *testing.T) {
 	c.Assert(prot["status"], qt.Equals, "quarantined")
 	c.Assert(prot["reasons"], qt.DeepEquals, []any{"spam"})
 	c.Assert(m["triage"], qt.IsNil)
+	c.Assert(m["senderAuthentication"], qt.Equals, "unauthenticated") // no DNS here, so no DMARC pass
 
 	b := d.browser()
 	token := b.loggedIn()
