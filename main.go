@@ -443,7 +443,10 @@ func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
 			return out, nil, usageError{"--dkim-key: " + err.Error()}
 		}
 		out.DKIM = d
-		m.Log.Info("DKIM signing of relayed mail", "selector", d.Selector, "dns", d.Selector+"._domainkey.<domain> TXT "+d.DNSRecord())
+		// Mail is signed for the domain of its From: the record goes under each domain mail
+		// is sent from; the log names the default one.
+		m.Log.Info("DKIM signing of relayed mail", "selector", d.Selector,
+			"dns", d.Selector+"._domainkey."+m.Domain+". TXT "+d.DNSRecord(), "also", "the same record under every other domain mail is sent from")
 	}
 	if (m.TLSCert == "") != (m.TLSKey == "") {
 		return out, nil, usageError{"--tls-cert and --tls-key go together"}
@@ -625,6 +628,16 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
+// openExisting opens the database of a command that works on one that exists (keys,
+// backup, reindex): db.Open would create an empty database at a mistyped path, and the
+// command would then report an empty backup, or an unknown account, as if that were all.
+func openExisting(ctx context.Context, cmd, path string) (*db.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return db.Open(ctx, path, db.Options{})
+}
+
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		return usageError{"keys: the only subcommand is create\n" + usage}
@@ -645,7 +658,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *days < 1 || *days > db.MaxKeyDays {
 		return usageError{"keys create: --days must be 1 to 365"}
 	}
-	store, err := db.Open(ctx, *path, db.Options{})
+	store, err := openExisting(ctx, "keys create", *path)
 	if err != nil {
 		return err
 	}
@@ -679,7 +692,7 @@ func runBackup(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return usageError{"backup: name the output file: inboxd backup --db PATH OUT"}
 	}
-	store, err := db.Open(ctx, *path, db.Options{})
+	store, err := openExisting(ctx, "backup", *path)
 	if err != nil {
 		return err
 	}

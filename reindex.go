@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -27,10 +26,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("reindex: unexpected argument %q", fs.Arg(0))}
 	}
-	if _, err := os.Stat(*path); err != nil {
-		return fmt.Errorf("reindex: %w", err)
-	}
-	store, err := db.Open(ctx, *path, db.Options{})
+	store, err := openExisting(ctx, "reindex", *path)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+// Commands that work on an existing database refuse a path with none, instead of creating
+// an empty one there and reporting on it.
+func TestCommandsNeedAnExistingDatabase(t *testing.T) {
+	c := qt.New(t)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{
+		{"backup", "--db", missing, filepath.Join(dir, "out.db")},
+		{"keys", "create", "--db", missing, "--account", "default", "--scopes", "inboxes:read"},
+		{"reindex", "--db", missing},
+	} {
+		err := run(context.Background(), args, &stdout, &stderr)
+		c.Assert(err, qt.ErrorMatches, args[0]+".*typo.db: no such file or directory", qt.Commentf("%v", args))
+	}
+	entries, err := os.ReadDir(dir)
+	c.Assert(err, qt.IsNil)
+	c.Assert(entries, qt.HasLen, 0) // no database, no backup
+}
+
+// The DKIM record to publish is logged with the server's domain in its name.
+func TestDKIMRecordLoggedForTheDomain(t *testing.T) {
+	c := qt.New(t)
+	dir := t.TempDir()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	c.Assert(err, qt.IsNil)
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	c.Assert(err, qt.IsNil)
+	keyPath := filepath.Join(dir, "dkim.pem")
+	c.Assert(os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600), qt.IsNil)
+	var logs bytes.Buffer
+	m := &Main{DBPath: filepath.Join(dir, "inboxd.db"), HTTPAddr: "127.0.0.1:0", Domain: "Example.COM",
+		DKIMKey: keyPath, DKIMSelector: "s2026", Stdout: &bytes.Buffer{}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	c.Assert(m.Run(context.Background()), qt.IsNil)
+	defer m.Close()
+	c.Assert(logs.String(), qt.Contains, `dns="s2026._domainkey.example.com. TXT v=DKIM1; k=ed25519; p=`)
+}
