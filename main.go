@@ -669,7 +669,8 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		k.Token, k.InboxAddress, k.Scopes = db.GenerateMailboxToken(in.UUID), in.Address, nil
+		// A new mailbox key replaces the inbox's old one (API-NOTES section 1).
+		k.Token, k.InboxAddress, k.Scopes, k.Replace = db.GenerateMailboxToken(in.UUID), in.Address, nil, true
 	} else {
 		k.Token = db.GenerateAccountToken()
 		exp := store.Now().AddDate(0, 0, *days)

@@ -20,6 +20,7 @@ const (
 	ECodeInboxRetired       = "inbox_retired"
 	ECodeInboxConflict      = "inbox_conflict"
 	ECodeInboxLimit         = "inbox_limit"
+	ECodeKeyLimit           = "key_limit"
 	ECodeBillingLimit       = "billing_limit"
 	ECodeIdempotency        = "idempotency_conflict"
 	ECodeSendPending        = "send_pending"

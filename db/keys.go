@@ -69,6 +69,10 @@ type NewKey struct {
 	Scopes       []string   // account keys
 	InboxAddress string     // mailbox keys
 	ExpiresAt    *time.Time // account keys; nil never expires
+	// Replace, for a mailbox key, revokes the inbox's other mailbox keys: a mailbox key
+	// lasts until it is replaced (API-NOTES section 1). Fixtures leave it unset, so every
+	// key a fixture names works.
+	Replace bool
 }
 
 // GenerateAccountToken returns a fresh account key: bze_<uuid>.<43 base64url chars>.
@@ -105,7 +109,7 @@ func validScope(s string) bool {
 // so loading a fixture twice changes nothing.
 //
 // Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
-// invalid_argument (key limit reached).
+// key_limit (20 active account keys).
 func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 	ctx = noCancel(ctx)
 	mailbox := strings.HasPrefix(k.Token, MailboxKeyPrefix)
@@ -158,6 +162,12 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 			if err != nil {
 				return err
 			}
+			if k.Replace {
+				if _, err := tx.ExecContext(ctx, "UPDATE keys SET revoked_at = ? WHERE inbox_id = ? AND kind = 'mailbox' AND revoked_at IS NULL",
+					millis(now), inboxID); err != nil {
+					return err
+				}
+			}
 		} else {
 			var active int
 			err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM keys WHERE account_id = ? AND kind = 'account'
@@ -166,7 +176,7 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 				return err
 			}
 			if active >= MaxActiveKeys {
-				return Errorf(ECodeInvalidArgument, "account %s already has %d active keys", k.AccountID, MaxActiveKeys)
+				return Errorf(ECodeKeyLimit, "account %s already has %d active keys", k.AccountID, MaxActiveKeys)
 			}
 		}
 		var expires sql.NullInt64

@@ -17,6 +17,7 @@ var statusOf = map[string]int{
 	db.ECodeInvalidArgument:    http.StatusUnprocessableEntity,
 	db.ECodeInvalidReply:       http.StatusUnprocessableEntity,
 	db.ECodeInboxLimit:         http.StatusUnprocessableEntity,
+	db.ECodeKeyLimit:           http.StatusUnprocessableEntity,
 	db.ECodeDomainNotReady:     http.StatusUnprocessableEntity,
 	db.ECodeUnauthorized:       http.StatusUnauthorized,
 	db.ECodeBillingLimit:       http.StatusPaymentRequired,
