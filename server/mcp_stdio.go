@@ -72,13 +72,10 @@ func ServeMCPStdio(ctx context.Context, cfg StdioConfig, in io.Reader, out io.Wr
 		log: log,
 	}
 	srv := newMCPServer(cfg.Version, tools, func(schema.Operation) bool { return true }, tc)
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	rw := newAnsweredIO(ctx, in, out)
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: rw, Writer: rw})
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		return nil
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

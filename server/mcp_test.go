@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -460,4 +461,54 @@ func TestMCPStdioConfig(t *testing.T) {
 	c.Assert(err, qt.ErrorMatches, ".*base-url.*")
 	err = server.ServeMCPStdio(context.Background(), server.StdioConfig{BaseURL: "http://127.0.0.1:8080"}, strings.NewReader(""), &out)
 	c.Assert(err, qt.ErrorMatches, ".*INBOXD_API_KEY.*")
+}
+
+// A client that writes its requests and closes its end of the pipe (a script) gets every
+// answer before the stdio server ends.
+func TestMCPStdioAnswersBeforeTheEndOfInput(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	e.createInbox("ops")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"list_inboxes","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_usage","arguments":{}}}`,
+	}, "\n") + "\n"
+	for range 5 { // the answers raced the end of input: once was not enough to lose them
+		var out lockedBuffer
+		err := server.ServeMCPStdio(context.Background(), server.StdioConfig{BaseURL: e.url, Key: e.full, Version: "test"}, strings.NewReader(in), &out)
+		c.Assert(err, qt.IsNil)
+		var ids []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			c.Assert(json.Unmarshal([]byte(line), &m), qt.IsNil)
+			c.Assert(m.Result, qt.Not(qt.IsNil), qt.Commentf("%s", line))
+			ids = append(ids, string(m.ID))
+		}
+		sort.Strings(ids)
+		c.Assert(ids, qt.DeepEquals, []string{`"three"`, "1", "2", "4"})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the stdio server's writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
