@@ -240,7 +240,8 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (OutboundR
 	return out, err
 }
 
-// OutboundCounts returns how many queue rows are in each state; for logs and tests.
+// OutboundCounts returns how many queue rows are in each state, every state named (a
+// metric's series should not vanish when its count is zero).
 func (s *Store) OutboundCounts(ctx context.Context) (map[string]int, error) {
 	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, "SELECT state, COUNT(*) FROM outbound GROUP BY state")
@@ -248,7 +249,7 @@ func (s *Store) OutboundCounts(ctx context.Context) (map[string]int, error) {
 		return nil, storageError(err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
+	out := map[string]int{outboundReady: 0, outboundRelay: 0, outboundAttempting: 0, outboundHandoff: 0}
 	for rows.Next() {
 		var st string
 		var n int

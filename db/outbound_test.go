@@ -44,7 +44,7 @@ func TestRelayHandoffRecovery(t *testing.T) {
 	c.Assert(ok, qt.IsTrue)
 	counts, err := s.OutboundCounts(ctx)
 	c.Assert(err, qt.IsNil)
-	c.Assert(counts, qt.DeepEquals, map[string]int{"handoff": 1, "attempting": 1, "parked": 1})
+	c.Assert(counts, qt.DeepEquals, map[string]int{"handoff": 1, "attempting": 1, "parked": 1, "ready": 0, "relay": 0})
 
 	// The process dies here. At the next start:
 	rec, err := s.RecoverOutbound(ctx, "relay")
@@ -52,7 +52,7 @@ func TestRelayHandoffRecovery(t *testing.T) {
 	c.Assert(rec, qt.DeepEquals, db.OutboundRecovery{Requeued: 2, Uncertain: 1})
 	counts, err = s.OutboundCounts(ctx)
 	c.Assert(err, qt.IsNil)
-	c.Assert(counts, qt.DeepEquals, map[string]int{"ready": 2})
+	c.Assert(counts, qt.DeepEquals, map[string]int{"ready": 2, "relay": 0, "attempting": 0, "handoff": 0})
 
 	m, err := s.GetMessage(ctx, in.ID, a.MessageID)
 	c.Assert(err, qt.IsNil)
@@ -89,7 +89,7 @@ func TestRelayRetryStaysWithTheRelay(t *testing.T) {
 	now := s.Now()
 	c.Assert(s.FinishOutbound(ctx, *j, db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientDeferred}, RetryAt: &now}), qt.IsNil)
 	counts, _ := s.OutboundCounts(ctx)
-	c.Assert(counts, qt.DeepEquals, map[string]int{"relay": 1})
+	c.Assert(counts, qt.DeepEquals, map[string]int{"ready": 0, "relay": 1, "attempting": 0, "handoff": 0})
 	j, err = s.ClaimRelay(ctx)
 	c.Assert(err, qt.IsNil)
 	c.Assert(j.Attempts, qt.Equals, 1)

@@ -121,6 +121,10 @@ func TestMetrics(t *testing.T) {
 	// The stored message waits for triage (no worker runs here) and for the index.
 	c.Check(m[`inboxd_queue_depth{queue="triage"}`], qt.Equals, 1.0)
 	c.Check(m[`inboxd_queue_depth{queue="outbound"}`], qt.Equals, 0.0)
+	for _, state := range []string{"ready", "relay", "attempting", "handoff"} { // zero, not absent
+		v, ok := m[`inboxd_outbound_queue_rows{state="`+state+`"}`]
+		c.Check(ok && v == 0, qt.IsTrue, qt.Commentf("%s", state))
+	}
 	_, ok := m[`inboxd_queue_depth{queue="index"}`]
 	c.Check(ok, qt.IsTrue)
 	c.Check(m["process_resident_memory_bytes"] > 0, qt.IsTrue)
