@@ -11,8 +11,8 @@ import (
 
 // While mail is being received, searches run on OS threads of lower CPU priority than
 // the rest of the server, so that when the machine's cores are all busy, mail being
-// delivered gets them first: a client searching in a loop on a 2-core machine took 20-29%
-// of the SMTP ingest rate at normal priority, and 12-18% on threads niced by 10, at the
+// delivered gets them first: a client searching in a loop on a 2-core machine took 19-31%
+// of the SMTP ingest rate at normal priority, and 5-19% on threads niced by 10, at the
 // price of slower searches while mail streams in (BENCHMARKS.md, ninth session). A search
 // is the most expensive read there is (an index query, then a row fetch per hit); the
 // other reads stay at normal priority. When no mail is arriving, searches run where they
