@@ -34,7 +34,14 @@ func keysFromDictionary(seg segment.Segment) ([]docKey, error) {
 		return nil, err
 	}
 	// readMergeInput checked that field 0 is _id.
-	fst, err := in.dictionary(0)
+	dict, err := in.dictionaryBytes(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, file := seg.(*zap.Segment); file {
+		adviseWillNeed(dict) // read whole, in order: ahead, not a page a fault
+	}
+	fst, err := vellum.Load(dict)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,9 @@ func mergeSegments(segs []segment.Segment, drops []*roaring.Bitmap, path string,
 		if err != nil {
 			return nil, 0, err
 		}
+		if _, file := s.(*zap.Segment); file {
+			adviseWillNeed(in.mem) // a merge reads its sources nearly whole
+		}
 		m.ins = append(m.ins, in)
 	}
 	names, opts, err := m.mergeFields()

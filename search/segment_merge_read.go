@@ -116,12 +116,21 @@ func readMergeInput(s segment.Segment) (*mergeInput, error) {
 
 // dictionary returns the term dictionary of field fid.
 func (in *mergeInput) dictionary(fid int) (*vellum.FST, error) {
+	b, err := in.dictionaryBytes(fid)
+	if err != nil {
+		return nil, err
+	}
+	return vellum.Load(b)
+}
+
+// dictionaryBytes returns the bytes of field fid's term dictionary (a vellum FST).
+func (in *mergeInput) dictionaryBytes(fid int) ([]byte, error) {
 	r := memReader{mem: in.mem, pos: in.dicts[fid], ok: true}
-	fst, err := vellum.Load(r.bytes(r.uvarint()))
+	b := r.bytes(r.uvarint())
 	if !r.ok {
 		return nil, errMergeCorrupt
 	}
-	return fst, err
+	return b, nil
 }
 
 // memReader reads varints and bytes of a segment; ok turns false past its end.

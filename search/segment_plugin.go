@@ -26,6 +26,24 @@ func init() {
 	scorch.RegisterSegmentPlugin(&segPlugin{}, true)
 }
 
+// Open opens a segment file with zapx and advises its mapping random (segment_advice.go).
+func (p *segPlugin) Open(path string) (segment.Segment, error) {
+	seg, err := p.ZapPlugin.Open(path)
+	if err == nil {
+		adviseRandom(seg)
+	}
+	return seg, err
+}
+
+// OpenUsing is Open with a configuration.
+func (p *segPlugin) OpenUsing(path string, config map[string]interface{}) (segment.Segment, error) {
+	seg, err := p.ZapPlugin.OpenUsing(path, config)
+	if err == nil {
+		adviseRandom(seg)
+	}
+	return seg, err
+}
+
 func (p *segPlugin) New(docs []index.Document) (segment.Segment, uint64, error) {
 	return p.NewUsing(docs, nil)
 }
