@@ -190,10 +190,13 @@ const designNotes = `### What the design does for these figures
   beside the search loop loses less; those searches take longer.
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while the segment is
-  open. The keys of a segment's documents are read from its id dictionary (~15 bytes a
-  document) rather than its stored values, which hold each message's pair filter too
-  (~575 bytes); on this data set that took the resident memory right after a start from
-  188 to 65 MB. The Go runtime collects at GOGC 400 under a 160 MiB soft limit (gc.go).
+  open. The mappings are advised random (search/segment_advice.go), so a lookup's page
+  fault reads that page rather than 128 KB around it; merges and the start's key
+  warm-up, which read in order, ask for their ranges ahead. The keys of a segment's
+  documents are read from its id dictionary (~15 bytes a document) rather than its stored
+  values, which hold each message's pair filter too (~575 bytes); on this data set that
+  took the resident memory right after a start from 188 to 65 MB. The Go runtime collects
+  at GOGC 400 under a 160 MiB soft limit (gc.go).
 `
 
 func firstLoad(avg string) float64 {
