@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Commands that work on an existing database refuse a path with none, instead of creating
@@ -51,4 +54,33 @@ func TestDKIMRecordLoggedForTheDomain(t *testing.T) {
 	c.Assert(m.Run(context.Background()), qt.IsNil)
 	defer m.Close()
 	c.Assert(logs.String(), qt.Contains, `dns="s2026._domainkey.example.com. TXT v=DKIM1; k=ed25519; p=`)
+}
+
+// keys create --inbox replaces the inbox's mailbox key: the old one stops working.
+func TestKeysCreateReplacesMailboxKey(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	store, err := db.Open(ctx, path, db.Options{})
+	c.Assert(err, qt.IsNil)
+	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "ops@x.test", DefaultDomain: "x.test"})
+	c.Assert(err, qt.IsNil)
+	c.Assert(store.Close(), qt.IsNil)
+
+	create := func() string {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, []string{"keys", "create", "--db", path, "--account", "a", "--inbox", "ops@x.test"}, &stdout, &stderr)
+		c.Assert(err, qt.IsNil, qt.Commentf("%s", stderr.String()))
+		return strings.TrimSpace(stdout.String())
+	}
+	first, second := create(), create()
+
+	store, err = db.Open(ctx, path, db.Options{})
+	c.Assert(err, qt.IsNil)
+	defer store.Close()
+	_, err = store.Authenticate(ctx, second)
+	c.Assert(err, qt.IsNil)
+	_, err = store.Authenticate(ctx, first)
+	c.Assert(db.IsCode(err, db.ECodeUnauthorized), qt.IsTrue, qt.Commentf("%v", err))
 }

@@ -45,6 +45,10 @@ const (
 	SenderUnchecked       = "unchecked"
 )
 
+// dmarcPass is the DMARC result mail/protect records for a pass (protect.Pass; that
+// package imports this one).
+const dmarcPass = "pass"
+
 // senderAuthentication says how far a received message's From can be trusted: its domain
 // passed DMARC in the protection scan, or it did not (no policy, a failure, a forgery
 // released from quarantine), or nothing scanned it (protection off). Sent mail has none.
@@ -54,7 +58,7 @@ func senderAuthentication(m Message) string {
 		return ""
 	case m.Protection == nil:
 		return SenderUnchecked
-	case m.Protection.Authentication.DMARC == "pass":
+	case m.Protection.Authentication.DMARC == dmarcPass:
 		return SenderAuthenticated
 	}
 	return SenderUnauthenticated

@@ -291,7 +291,7 @@ func (s *Server) writeGauges(ctx context.Context, b *strings.Builder) {
 	}
 	header(b, "go_goroutines", "gauge", "Goroutines that currently exist.")
 	fmt.Fprintf(b, "go_goroutines %d\n", runtime.NumGoroutine())
-	header(b, "go_sched_gomaxprocs_threads", "gauge", "Goroutines that can run Go code at once (GOMAXPROCS).")
+	header(b, "go_sched_gomaxprocs_threads", "gauge", "Threads that can run Go code at once (GOMAXPROCS).")
 	fmt.Fprintf(b, "go_sched_gomaxprocs_threads %d\n", runtime.GOMAXPROCS(0))
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
 	metrics.Read(sample)
