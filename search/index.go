@@ -129,6 +129,9 @@ type Index struct {
 	b    bleve.Index
 	path string
 	keys keyCache
+
+	stopRelease chan struct{} // closed by Close: ends releaseLoop (segment_release.go)
+	released    chan struct{} // closed by releaseLoop as it ends
 }
 
 // newMapping describes the documents for bleve's index metadata: every field named,
@@ -292,6 +295,8 @@ func Open(path string) (*Index, Meta, error) {
 		b.Close()
 		return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	}
+	ix.stopRelease, ix.released = make(chan struct{}), make(chan struct{})
+	go ix.releaseLoop(ix.stopRelease, ix.released)
 	return ix, meta, nil
 }
 
@@ -321,7 +326,11 @@ func (ix *Index) meta() (Meta, error) {
 }
 
 // Close closes the index; batches already applied are persisted first.
-func (ix *Index) Close() error { return ix.b.Close() }
+func (ix *Index) Close() error {
+	close(ix.stopRelease)
+	<-ix.released
+	return ix.b.Close()
+}
 
 // Path is the directory of the index.
 func (ix *Index) Path() string { return ix.path }

@@ -9,6 +9,7 @@ import (
 const (
 	adviceRandom   = syscall.MADV_RANDOM
 	adviceWillNeed = syscall.MADV_WILLNEED
+	adviceDontNeed = syscall.MADV_DONTNEED
 )
 
 var pageSize = uintptr(os.Getpagesize())

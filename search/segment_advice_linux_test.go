@@ -2,17 +2,20 @@ package search
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
 )
 
-// The segment files an index maps are advised random (segment_advice.go): the kernel
-// marks such a mapping "rr" in /proc/self/smaps.
-func TestSegmentMappingsAreAdvisedRandom(t *testing.T) {
+// persistedIndex returns an index of 50 messages opened again from its files, so its
+// segments are mapped files, and the index's directory.
+func persistedIndex(t *testing.T) (*Index, string) {
 	dir := filepath.Join(t.TempDir(), "x.index")
 	ix, _, err := Open(dir)
 	qt.Assert(t, err, qt.IsNil)
@@ -24,30 +27,72 @@ func TestSegmentMappingsAreAdvisedRandom(t *testing.T) {
 	qt.Assert(t, ix.Apply(bt, 1, "s", func(err error) { done <- err }), qt.IsNil)
 	qt.Assert(t, <-done, qt.IsNil)
 	qt.Assert(t, ix.Close(), qt.IsNil)
-	ix, _, err = Open(dir) // the persisted segments are opened from their files
+	ix, _, err = Open(dir)
 	qt.Assert(t, err, qt.IsNil)
-	defer ix.Close()
+	t.Cleanup(func() { ix.Close() })
+	return ix, dir
+}
 
+var mappingHeader = regexp.MustCompile(`^[0-9a-f]+-[0-9a-f]+ `)
+
+// segmentMappings reads /proc/self/smaps for the mappings of the segment files under dir:
+// how many there are, how many the kernel marks advised random ("rr"), and the KiB of
+// them resident.
+func segmentMappings(t *testing.T, dir string) (mapped, random, rssKiB int) {
 	f, err := os.Open("/proc/self/smaps")
 	qt.Assert(t, err, qt.IsNil)
 	defer f.Close()
-	mapped, random := 0, 0
 	inSegment := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if fields := strings.Fields(line); len(fields) >= 6 && strings.Contains(fields[0], "-") {
-			inSegment = strings.HasPrefix(fields[5], dir) && strings.HasSuffix(fields[5], ".zap")
+		fields := strings.Fields(line)
+		if mappingHeader.MatchString(line) { // a mapping's first line; anonymous ones have no path
+			inSegment = len(fields) >= 6 && strings.HasPrefix(fields[5], dir) && strings.HasSuffix(fields[5], ".zap")
 			if inSegment {
 				mapped++
 			}
 			continue
 		}
-		if inSegment && strings.HasPrefix(line, "VmFlags:") && strings.Contains(line+" ", " rr ") {
+		switch {
+		case !inSegment:
+		case strings.HasPrefix(line, "VmFlags:") && strings.Contains(line+" ", " rr "):
 			random++
+		case fields[0] == "Rss:":
+			kib, err := strconv.Atoi(fields[1])
+			qt.Assert(t, err, qt.IsNil)
+			rssKiB += kib
 		}
 	}
 	qt.Assert(t, sc.Err(), qt.IsNil)
+	return mapped, random, rssKiB
+}
+
+// The segment files an index maps are advised random (segment_advice.go).
+func TestSegmentMappingsAreAdvisedRandom(t *testing.T) {
+	_, dir := persistedIndex(t)
+	mapped, random, _ := segmentMappings(t, dir)
 	qt.Assert(t, mapped > 0, qt.IsTrue)
 	qt.Assert(t, random, qt.Equals, mapped)
+}
+
+// Releasing the mappings (segment_release.go) leaves none of their pages resident, and a
+// search afterwards reads them again and answers as before.
+func TestReleasedMappingsHoldNoPagesAndStillAnswer(t *testing.T) {
+	ix, dir := persistedIndex(t)
+	search := func() int {
+		hits, _, err := ix.Search(context.Background(), Request{Inbox: 1, Query: Parse("kiwi"), Limit: 100})
+		qt.Assert(t, err, qt.IsNil)
+		return len(hits)
+	}
+	qt.Assert(t, search(), qt.Equals, 50)
+	_, _, rss := segmentMappings(t, dir)
+	qt.Assert(t, rss > 0, qt.IsTrue)
+
+	ix.releaseMappings()
+	_, _, rss = segmentMappings(t, dir)
+	qt.Assert(t, rss, qt.Equals, 0)
+	qt.Assert(t, search(), qt.Equals, 50)
+	_, _, rss = segmentMappings(t, dir)
+	qt.Assert(t, rss > 0, qt.IsTrue)
 }
