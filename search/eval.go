@@ -32,35 +32,37 @@ import (
 // docKey is the sort key a segment's document number stands for.
 type docKey struct{ ts, id int64 }
 
-// keyCache holds the keys of each segment's documents, read once per segment
-// (segmentKeys; segments never change, merged ones are new segments).
-type keyCache struct {
-	mu sync.Mutex
-	m  map[segment.Segment][]docKey
+// segCache holds what a query needs of each segment beyond its mapping, made once per
+// segment by load (segments never change, merged ones are new segments): the keys of its
+// documents (segmentKeys), the reader of its dictionaries and postings (openSegTerms).
+type segCache[T any] struct {
+	load func(segment.Segment) (T, error)
+	mu   sync.Mutex
+	m    map[segment.Segment]T
 }
 
-func (c *keyCache) get(seg segment.Segment) ([]docKey, error) {
+func (c *segCache[T]) get(seg segment.Segment) (T, error) {
 	c.mu.Lock()
-	keys, ok := c.m[seg]
+	v, ok := c.m[seg]
 	c.mu.Unlock()
 	if ok {
-		return keys, nil
+		return v, nil
 	}
-	keys, err := segmentKeys(seg)
+	v, err := c.load(seg)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[segment.Segment][]docKey{}
+		c.m = map[segment.Segment]T{}
 	}
-	c.m[seg] = keys
+	c.m[seg] = v
 	c.mu.Unlock()
-	return keys, nil
+	return v, nil
 }
 
 // prune forgets the segments a snapshot no longer has.
-func (c *keyCache) prune(live map[segment.Segment]bool) {
+func (c *segCache[T]) prune(live map[segment.Segment]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for seg := range c.m {
@@ -76,6 +78,7 @@ type segView struct {
 	seg     segment.Segment
 	deleted *roaring.Bitmap
 	keys    []docKey
+	terms   *segTerms // nil for a segment in memory
 	dicts   map[string]segment.TermDictionary
 }
 
@@ -107,6 +110,13 @@ var emptyBitmap = roaring.New()
 // postings returns the live documents holding term in field. The bitmap may be the
 // segment's own: never modify it.
 func (v *segView) postings(field, term string) (*roaring.Bitmap, error) {
+	if v.terms != nil {
+		bm, err := v.terms.postings(field, term)
+		if err != nil || v.deleted == nil || bm.IsEmpty() {
+			return bm, err
+		}
+		return roaring.AndNot(bm, v.deleted), nil
+	}
 	d, err := v.dict(field)
 	if err != nil || d == nil {
 		return emptyBitmap, err
@@ -260,9 +270,15 @@ func (ix *Index) snapshot() (*snapshot, error) {
 			continue
 		}
 		s.docs += n
-		s.segs = append(s.segs, &segView{ix: ix, seg: seg, deleted: del, dicts: map[string]segment.TermDictionary{}})
+		terms, err := ix.terms.get(seg)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.segs = append(s.segs, &segView{ix: ix, seg: seg, deleted: del, terms: terms, dicts: map[string]segment.TermDictionary{}})
 	}
 	ix.keys.prune(live)
+	ix.terms.prune(live)
 	return s, nil
 }
 

@@ -126,9 +126,10 @@ func parseDocID(s []byte) (ts, id int64, ok bool) {
 // merges them and makes batches atomic; queries are answered by this package straight
 // from the segments' postings (eval.go).
 type Index struct {
-	b    bleve.Index
-	path string
-	keys keyCache
+	b     bleve.Index
+	path  string
+	keys  segCache[[]docKey]
+	terms segCache[*segTerms]
 
 	stopRelease chan struct{} // closed by Close: ends releaseLoop (segment_release.go)
 	released    chan struct{} // closed by releaseLoop as it ends
@@ -290,6 +291,7 @@ func Open(path string) (*Index, Meta, error) {
 		}
 	}
 	ix := &Index{b: b, path: path}
+	ix.keys.load, ix.terms.load = segmentKeys, openSegTerms
 	meta, err := ix.meta()
 	if err != nil {
 		b.Close()

@@ -13,9 +13,8 @@ import (
 // only once it has reclaimed it. A merge reads its sources whole and searches reach all
 // over a large index: on the benchmark's 200,000 messages the server's file-backed
 // resident memory (the binary's ~25 MB in it) came to 133-167 MB while mail arrived, and
-// to 27-41 MB with this release (BENCHMARKS.md, tenth session).
-// Under a search loop they fill again within the second: the kernel maps up to 64 KB
-// around each page a search reads, ~7 MB a search there. So every releaseEvery the
+// to 27-41 MB with this release (BENCHMARKS.md, tenth session). (Searches read the
+// dictionaries and postings without the mapping: segment_terms.go.) So every releaseEvery the
 // index drops its mappings' pages from the process (MADV_DONTNEED on a read-only shared
 // file mapping: the contents stay, and a page read again is mapped again, from the page
 // cache if it is still there). The index then holds what it read in the last interval,

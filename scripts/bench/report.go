@@ -191,9 +191,11 @@ const designNotes = `### What the design does for these figures
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while it stays mapped.
   Every second the index drops its mapped pages (search/segment_release.go; they stay
-  in the page cache), so a merge's sources do not stay resident; a search loop maps
-  ~100 MB again within the second (the kernel maps 64 KB around each page a search
-  reads). The mappings are advised random (search/segment_advice.go), so a lookup's page
+  in the page cache), so a merge's sources do not stay resident. Searches read the
+  dictionaries and postings with pread (search/segment_terms.go), not through the
+  mapping, around whose every faulted page the kernel maps 64 KB: a search loop kept
+  100-250 MB mapped. Each dictionary a search uses is kept in memory once read (~36 bytes
+  a message). The mappings are advised random (search/segment_advice.go), so a lookup's page
   fault reads that page rather than 128 KB around it; merges and the start's key
   warm-up, which read in order, ask for their ranges ahead. The keys of a segment's
   documents are read from its id dictionary (~15 bytes a document) rather than its stored
