@@ -12,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -172,6 +173,9 @@ func (x *smtpSession) Reset() {
 func (x *smtpSession) Logout() error { return nil }
 
 func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
+	if x.cutOff() {
+		return errTooManyBad
+	}
 	x.Reset()
 	x.from = from
 	return nil
@@ -193,6 +197,9 @@ var (
 
 func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("recipient", smtpOutcome(err, smtpDeferred)) }()
+	if x.cutOff() {
+		return errTooManyBad
+	}
 	id, err := x.srv.svc.ResolveRecipient(context.Background(), to)
 	switch {
 	case err == nil:
@@ -223,17 +230,34 @@ func (x *smtpSession) bad(e *smtp.SMTPError) error {
 	return e
 }
 
+// cutOff reports whether the session refused too many recipients: it is being closed,
+// and until then every command gets errTooManyBad (a pipelining client's next RCPT or
+// DATA is read before the close).
+func (x *smtpSession) cutOff() bool { return x.badRcpt > smtpMaxBadRcpts }
+
 func (x *smtpSession) Data(r io.Reader) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("message", smtpOutcome(err, smtpFailed)) }()
+	if x.cutOff() {
+		return errTooManyBad
+	}
 	// Announced from the DATA command on, while the data arrives (mail.ExpectDelivery).
 	ctx, settle := x.srv.svc.ExpectDelivery(context.Background())
 	defer settle()
 	conn := x.conn.Conn()
-	if sc := slotOf(conn); sc != nil {
+	sc := slotOf(conn)
+	if sc != nil {
 		sc.setBusy(true, x.srv.cfg.IdleTimeout)
 		defer sc.setBusy(false, 0)
 	}
 	data, err := readData(r, conn, x.srv.cfg.IdleTimeout)
+	if err == nil && sc != nil && sc.hungUp.Load() {
+		// The client closed the connection before the message was whole. go-smtp ends a
+		// BDAT chunk at the end of its input without counting it, so a chunk cut short
+		// reads as the whole message: stored, it would be truncated, and the client's
+		// retry then a duplicate of it. (A whole chunk never makes the connection read
+		// past itself while the message is read: its end comes first.)
+		err = smtp.ErrDataReset
+	}
 	if err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) && se.Code == smtp.ErrDataTooLarge.Code {
@@ -373,6 +397,8 @@ type slotConn struct {
 	mu   sync.Mutex
 	busy bool
 
+	hungUp atomic.Bool // the client closed its side: a read met the end of the input
+
 	wmu sync.Mutex // guards out; writes also come from timers (closing a bad session)
 	out []byte     // replies not yet written
 }
@@ -400,7 +426,11 @@ func (c *slotConn) Read(p []byte) (int, error) {
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if err == io.EOF {
+		c.hungUp.Store(true)
+	}
+	return n, err
 }
 
 func (c *slotConn) Close() error {

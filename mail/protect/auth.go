@@ -53,20 +53,32 @@ func parseHeader(raw []byte) header {
 		end = i
 	}
 	var h header
+	// The last field's value, line by line, joined when the field ends: appending each
+	// continuation line to the value made a field folded over n lines cost n^2.
+	var value []string
+	finish := func() {
+		if len(value) > 0 {
+			h[len(h)-1].value = strings.Join(value, " ")
+			value = value[:0]
+		}
+	}
 	for _, line := range strings.Split(strings.ReplaceAll(string(raw[:end]), "\r\n", "\n"), "\n") {
 		if line == "" {
 			continue
 		}
 		if (line[0] == ' ' || line[0] == '\t') && len(h) > 0 {
-			h[len(h)-1].value += " " + strings.TrimSpace(line)
+			value = append(value, strings.TrimSpace(line))
 			continue
 		}
-		name, value, ok := strings.Cut(line, ":")
+		name, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		h = append(h, field{strings.TrimSpace(name), strings.TrimSpace(value)})
+		finish()
+		h = append(h, field{name: strings.TrimSpace(name)})
+		value = append(value, strings.TrimSpace(v))
 	}
+	finish()
 	return h
 }
 
