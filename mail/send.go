@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/inboxd/inboxd/db"
@@ -137,17 +138,31 @@ func (s *Service) commit(ctx context.Context, inbox *db.Inbox, d Draft, p outgoi
 }
 
 // fingerprint identifies a request's contents for idempotency: every field after
-// defaults, the inbox, and for a reply the thread and references it continues.
+// defaults, the inbox, and for a reply the thread and references it continues. A list
+// given empty is the list left out, and labels are a set: a client retrying may
+// serialize either way.
 func fingerprint(op, inboxID string, d Draft, to, cc, bcc, context []string) []byte {
+	var atts []DraftAttachment
+	if len(d.Attachments) > 0 {
+		atts = d.Attachments
+	}
+	labels := slices.Compact(slices.Sorted(slices.Values(d.Labels)))
 	b, _ := json.Marshal(struct {
 		Op, Inbox                    string
 		To, Cc, Bcc, Labels, Context []string
 		Subject, Text, HTML          string
 		ReplyAll                     bool
 		Attachments                  []DraftAttachment
-	}{op, inboxID, to, cc, bcc, d.Labels, context, d.Subject, d.Text, d.HTML, d.ReplyAll, d.Attachments})
+	}{op, inboxID, orNil(to), orNil(cc), orNil(bcc), orNil(labels), orNil(context), d.Subject, d.Text, d.HTML, d.ReplyAll, atts})
 	h := sha256.Sum256(b)
 	return h[:]
+}
+
+func orNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func lowerAll(in []string) []string {

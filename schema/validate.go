@@ -229,6 +229,21 @@ func (v *Validator) Query(opID string, q url.Values) (map[string]any, error) {
 	return out, nil
 }
 
+// QueryArguments validates a GET operation's query parameters given as JSON values, as
+// the arguments of its MCP tool are (path parameters taken out, null meaning absent):
+// each must have the JSON type the query string's text would be read as, so "2" is not
+// a limit and [1] not a list of labels. Errors are 422s naming the argument.
+func (v *Validator) QueryArguments(opID string, args map[string]any) error {
+	qs, ok := v.query[opID]
+	if !ok {
+		return fmt.Errorf("schema: %q is not a GET operation", opID)
+	}
+	if errs := qs.validate(args, "", "argument"); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
 // goValue converts a JSON value (json.Number for numbers) to the Go type Query promises.
 func goValue(x any, typ string) (any, error) {
 	switch typ {

@@ -291,6 +291,15 @@ func TestMCPToolErrors(t *testing.T) {
 	err := toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "limit": 0})
 	c.Assert(strings.HasPrefix(err["message"].(string), "limit"), qt.IsTrue)
 	toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "limit": "ten"})
+	// A read tool's arguments have their JSON types, though the REST request carries them
+	// as text: "2" is not a limit, nor [1] labels, nor "true" a boolean.
+	err = toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "limit": "2"})
+	c.Assert(err["message"], qt.Matches, "limit.*")
+	toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "labels": []any{1, 2}})
+	toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "labels": []any{nil}})
+	toolFails(t, cs, 422, "invalid_argument", "list_threads", map[string]any{"inboxId": in, "includeTrash": "true"})
+	toolFails(t, cs, 422, "invalid_argument", "search_messages", map[string]any{"inboxId": in, "query": 5})
+	succeeds(t, cs, "list_threads", map[string]any{"inboxId": in, "includeTrash": true, "limit": 2, "labels": []string{"received"}, "pageToken": nil})
 	toolFails(t, cs, 422, "invalid_argument", "list_messages", map[string]any{"inboxId": in, "bogus": true})
 	toolFails(t, cs, 422, "invalid_argument", "get_inbox", map[string]any{"inboxId": "not an address"})
 	err = toolFails(t, cs, 422, "invalid_argument", "send", map[string]any{"inboxId": in, "to": []string{"x@inboxd.test"}, "text": "hi"})

@@ -161,7 +161,7 @@ func (tc *toolCaller) restRequest(ctx context.Context, op schema.Operation, raw 
 	target := tc.base + path
 	var body io.Reader
 	if op.Method == http.MethodGet {
-		q, err := queryOf(args)
+		q, err := tc.queryOf(op, args)
 		if err != nil {
 			return nil, err
 		}
@@ -212,10 +212,11 @@ func escapeSegment(s string) string {
 }
 
 // queryOf writes GET arguments as a query string the way a REST client would: numbers as
-// written, booleans as true/false, arrays as repeated names; null means absent. Anything
-// else is passed as its JSON text, for the REST validator to refuse with its own message.
-func queryOf(args map[string]json.RawMessage) (url.Values, error) {
-	q := url.Values{}
+// written, booleans as true/false, arrays as repeated names; null means absent. Each must
+// first have the JSON type of its parameter (QueryArguments): the query string would lose
+// the difference between 2 and "2".
+func (tc *toolCaller) queryOf(op schema.Operation, args map[string]json.RawMessage) (url.Values, error) {
+	values := make(map[string]any, len(args))
 	for name, raw := range args {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -223,8 +224,16 @@ func queryOf(args map[string]json.RawMessage) (url.Values, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, db.Errorf(db.ECodeInvalidRequest, "%s: not valid JSON", name)
 		}
+		if v != nil {
+			values[name] = v
+		}
+	}
+	if err := tc.schema.QueryArguments(op.ID, values); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	for name, v := range values {
 		switch v := v.(type) {
-		case nil:
 		case []any:
 			for _, x := range v {
 				q.Add(name, queryValue(x))

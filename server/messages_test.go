@@ -216,6 +216,14 @@ func TestIdempotency(t *testing.T) {
 	c.Assert(again["deduplicated"], qt.Equals, true)
 	changed := map[string]any{"to": []string{"x@example.test"}, "subject": "hi", "text": "changed", "idempotencyKey": "once"}
 	e.fails(409, "idempotency_conflict", "POST", inboxPath(in)+"/messages/send", e.full, changed)
+	// Lists given empty are lists left out, and labels are a set: the same request.
+	explicit := map[string]any{"to": []string{"x@example.test"}, "subject": "hi", "text": "hello", "idempotencyKey": "once",
+		"cc": []string{}, "bcc": []string{}, "labels": []string{}, "attachments": []any{}}
+	c.Assert(e.ok("send", "POST", inboxPath(in)+"/messages/send", e.full, explicit)["messageId"], qt.Equals, first["messageId"])
+	labelled := map[string]any{"to": []string{"z@example.test"}, "text": "tagged", "labels": []string{"b", "a"}, "idempotencyKey": "labels"}
+	l1 := e.ok("send", "POST", inboxPath(in)+"/messages/send", e.full, labelled)
+	labelled["labels"] = []string{"a", "b", "a"}
+	c.Assert(e.ok("send", "POST", inboxPath(in)+"/messages/send", e.full, labelled)["messageId"], qt.Equals, l1["messageId"])
 
 	// The header may carry the key; header and body must agree.
 	noKey := map[string]any{"to": []string{"x@example.test"}, "text": "via header"}
@@ -245,7 +253,7 @@ func TestIdempotency(t *testing.T) {
 		c.Assert(r, qt.Equals, results[0])
 	}
 	sent := e.ok("listMessages", "GET", inboxPath(in)+"/messages?labels=sent", e.full, nil)
-	c.Assert(sent["messages"], qt.HasLen, 3)
+	c.Assert(sent["messages"], qt.HasLen, 4)
 }
 
 func TestReplyRecipients(t *testing.T) {
