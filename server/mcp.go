@@ -102,6 +102,14 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, db.Errorf(db.ECodeInvalidRequest, "request body could not be read"), h.s.log)
 		return
 	}
+	if !mcpContentTypeOK(r) {
+		writeError(w, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json"), h.s.log)
+		return
+	}
+	if code, msg := jsonRPCProblem(body); code != 0 {
+		writeJSONRPCError(w, code, msg)
+		return
+	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, who))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h.sdk.ServeHTTP(&noStoreWriter{ResponseWriter: w}, r)

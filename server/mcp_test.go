@@ -521,3 +521,39 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A body /mcp cannot take as a JSON-RPC message gets a JSON-RPC error response (HTTP 400,
+// id null) a client can read, not the SDK's plain text; a body that is not JSON by its
+// Content-Type gets the API's error shape.
+func TestMCPMalformedRequestsGetJSONErrors(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	for body, code := range map[string]float64{
+		`{"jsonrpc":"2.0","id":1,`: -32700,
+		``:                         -32700,
+		`[1]`:                      -32600,
+		`"tools/list"`:             -32600,
+		`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`:        -32600,
+		`{"id":1,"method":"tools/list"}`:                        -32600,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`:  -32600,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`:     -32600,
+		`{"jsonrpc":"2.0","id":true,"method":"tools/list"}`:     -32600,
+		`{"jsonrpc":"2.0","id":1,"method":5}`:                   -32600,
+		`{"jsonrpc":"2.0","id":1,"method":["tools/list"]}`:      -32600,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/list","x":1`: -32700,
+	} {
+		r := e.mcpPost(e.full, body)
+		c.Assert(r.status, qt.Equals, 400, qt.Commentf("%s: %s", body, r.body))
+		c.Assert(r.header.Get("Content-Type"), qt.Equals, "application/json")
+		m := r.json(t)
+		c.Assert(m["jsonrpc"], qt.Equals, "2.0")
+		c.Assert(m["id"], qt.IsNil)
+		c.Assert(m["error"].(map[string]any)["code"], qt.Equals, code, qt.Commentf("%s", body))
+	}
+	r := e.mcpPost(e.full, toolsList, "Content-Type", "text/plain")
+	c.Assert(r.status, qt.Equals, 415)
+	c.Assert(r.json(t)["error"].(map[string]any)["code"], qt.Equals, "invalid_request")
+	// Well-formed messages still reach the server.
+	c.Assert(e.mcpPost(e.full, toolsList).status, qt.Equals, 200)
+	c.Assert(e.mcpPost(e.full, `{"jsonrpc":"2.0","id":"s","method":"tools/list"}`).status, qt.Equals, 200)
+}
