@@ -75,6 +75,9 @@ func (s *Server) prepare(op schema.Operation, r *http.Request) (*call, error) {
 		if err := s.schema.Path(p.Key, v); err != nil {
 			return nil, err
 		}
+		if p.Key == "threadId" || p.Key == "attachmentId" {
+			v = strings.ToLower(v) // UUIDs are read case-insensitively (RFC 9562) and kept lower case
+		}
 		c.params[p.Key] = v
 	}
 	if id, ok := c.params["inboxId"]; ok {

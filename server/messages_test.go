@@ -284,6 +284,7 @@ func TestAttachmentDownload(t *testing.T) {
 	att := m["attachments"].([]any)[0].(map[string]any)
 	c.Assert(att["size"], qt.Equals, float64(len(content)))
 	link := e.ok("getAttachment", "GET", msgPath(in, "<att@x>")+"/attachments/"+att["attachmentId"].(string), e.full, nil)
+	e.ok("getAttachment", "GET", msgPath(in, "<att@x>")+"/attachments/"+strings.ToUpper(att["attachmentId"].(string)), e.full, nil)
 	c.Assert(link["filename"], qt.Equals, "invoice 1.pdf")
 	dl := link["downloadUrl"].(string)
 	c.Assert(strings.HasPrefix(dl, "http://api.test/attachments/"), qt.IsTrue)
@@ -425,6 +426,9 @@ func TestGetThreadBodiesAndSizeCap(t *testing.T) {
 	c.Assert(plain["senders"], qt.DeepEquals, []any{"a@x.test", "b@x.test"})
 	c.Assert(plain["recipients"], qt.DeepEquals, []any{in, "c@x.test"})
 	c.Assert(plain["lastMessageId"], qt.Equals, "<t2@x>")
+	// A UUID is the same UUID in capitals (RFC 9562).
+	upper := e.ok("getThread", "GET", inboxPath(in)+"/threads/"+strings.ToUpper(tid), e.full, nil)
+	c.Assert(upper["threadId"], qt.Equals, tid)
 	first := plain["messages"].([]any)[0].(map[string]any)
 	c.Assert(first["messageId"], qt.Equals, "<t1@x>") // oldest first
 	_, hasText := first["text"]

@@ -153,6 +153,7 @@ func (s *Server) routes() *httprouter.Router {
 		}))
 	}
 	r.GET("/healthz", s.handleHealth)
+	r.HEAD("/healthz", s.handleHealth) // load balancers and monitors often probe with HEAD
 	r.GET("/openapi.json", s.handleOpenAPI)
 	r.GET("/metrics", s.handleMetrics)
 	r.GET("/attachments/:inbox/:message/:attachment", s.handleDownload)

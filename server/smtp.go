@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/emersion/go-smtp"
 
@@ -176,6 +178,10 @@ func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	if x.cutOff() {
 		return errTooManyBad
 	}
+	if !utf8.ValidString(from) || strings.ContainsFunc(from, unicode.IsControl) {
+		// The reverse path goes into SPF checks and the Received field.
+		return errBadSender
+	}
 	x.Reset()
 	x.from = from
 	return nil
@@ -192,6 +198,7 @@ var (
 	errStoreFailure = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Message not stored because of a temporary failure; try again later"}
 	errTooLarge     = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message too large"}
 	errEmpty        = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message is empty"}
+	errBadSender    = &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
 	errTooManyBad   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many unknown recipients; closing connection"}
 )
 

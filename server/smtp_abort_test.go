@@ -92,3 +92,23 @@ func TestSMTPTooManyUnknownRecipientsEndsTheSession(t *testing.T) {
 	c.Assert(e.messages("support@inboxd.test"), qt.HasLen, 0)
 	c.Assert(e.messages("sales@inboxd.test"), qt.HasLen, 0)
 }
+
+// A reverse path with control characters or bytes that are not UTF-8 is refused: it would
+// go into the SPF check and the Received field.
+func TestSMTPBadSenderRefused(t *testing.T) {
+	e := newSMTPEnv(t, server.SMTPConfig{})
+	c := qt.New(t)
+	conn, err := net.Dial("tcp", e.addr)
+	c.Assert(err, qt.IsNil)
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	readReply(c, r)
+	fmt.Fprintf(conn, "EHLO cut.example\r\n")
+	readReply(c, r)
+	for _, from := range []string{"a\x01b@customer.example", "a\x7fb@customer.example", "\xff\xfe@customer.example"} {
+		fmt.Fprintf(conn, "MAIL FROM:<%s>\r\n", from)
+		c.Assert(readReply(c, r), qt.Equals, "501 5.1.7 Bad sender address syntax", qt.Commentf("%q", from))
+	}
+	fmt.Fprintf(conn, "MAIL FROM:<jörg@exämple.test> SMTPUTF8\r\n")
+	c.Assert(readReply(c, r), qt.Matches, "250 .*")
+}
