@@ -3,6 +3,7 @@ package mail
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -130,12 +131,20 @@ func lowerAddr(a string) string {
 	return strings.ToLower(strings.TrimSpace(a))
 }
 
+// replySubject is the original's subject with "Re: " once, cut to the 998 characters a
+// sent subject may have (a received one has no limit).
 func replySubject(s string) string {
-	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "re:") {
-		return s
+	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "re:") {
+		s = "Re: " + s
 	}
-	return "Re: " + s
+	if utf8.RuneCountInString(s) > maxSubjectChars {
+		s = string([]rune(s)[:maxSubjectChars])
+	}
+	return s
 }
+
+// maxSubjectChars is the longest subject send takes (the schema's subject maxLength).
+const maxSubjectChars = 998
 
 // replyReferences appends the original's id to its references, keeps the
 // last 50, then cuts the joined header to its last 2000 characters at a

@@ -160,6 +160,9 @@ func TestReplySubject(t *testing.T) {
 		{"Reply needed", "Re: Reply needed"},
 		{"Fwd: x", "Re: Fwd: x"},
 		{"", "Re: "},
+		// A received subject has no limit; a sent one has 998 characters.
+		{strings.Repeat("ü", 2000), "Re: " + strings.Repeat("ü", 994)},
+		{"Re: " + strings.Repeat("x", 2000), "Re: " + strings.Repeat("x", 994)},
 	}
 	c := qt.New(t)
 	for _, test := range tests {
