@@ -561,12 +561,12 @@ func (m *Main) stopServing() error {
 // use: on an empty database a default account is created and its key printed once.
 func (m *Main) seed(ctx context.Context) error {
 	var results []*fixtures.Result
-	for _, f := range m.Seeds {
-		r, err := fixtures.LoadFile(ctx, m.store, f, m.Domain)
+	if len(m.Seeds) > 0 {
+		rs, err := fixtures.LoadFiles(ctx, m.store, m.Seeds, m.Domain)
 		if err != nil {
 			return err
 		}
-		results = append(results, r)
+		results = rs
 	}
 	if m.Demo {
 		r, err := fixtures.LoadDemo(ctx, m.store, m.Domain)
@@ -618,12 +618,12 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer store.Close()
-	for _, f := range fs.Args() {
-		r, err := fixtures.LoadFile(ctx, store, f, strings.ToLower(*domain))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %d accounts, %d inboxes, %d messages, %d keys\n", f, r.Accounts, r.Inboxes, r.Messages, len(r.Keys))
+	results, err := fixtures.LoadFiles(ctx, store, fs.Args(), strings.ToLower(*domain))
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		fmt.Fprintf(stdout, "%s: %d accounts, %d inboxes, %d messages, %d keys\n", fs.Arg(i), r.Accounts, r.Inboxes, r.Messages, len(r.Keys))
 	}
 	return nil
 }

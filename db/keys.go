@@ -170,8 +170,7 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 			}
 		} else {
 			var active int
-			err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM keys WHERE account_id = ? AND kind = 'account'
-				AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`, k.AccountID, millis(now)).Scan(&active)
+			err := tx.QueryRowContext(ctx, activeAccountKeysSQL, k.AccountID, millis(now)).Scan(&active)
 			if err != nil {
 				return err
 			}
@@ -193,6 +192,28 @@ func (s *Store) CreateKey(ctx context.Context, k NewKey) error {
 		return err
 	})
 }
+
+// KeyOwner returns the account a token is a key of, or "" when the store has no such
+// key (a fixture checks it before writing anything).
+func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
+	var owner string
+	err := s.r.QueryRowContext(noCancel(ctx), "SELECT account_id FROM keys WHERE hash = ?", hashToken(token)).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return owner, err
+}
+
+// ActiveAccountKeys counts an account's account keys that are neither revoked nor
+// expired: CreateKey refuses one past MaxActiveKeys.
+func (s *Store) ActiveAccountKeys(ctx context.Context, accountID string) (int, error) {
+	var active int
+	err := s.r.QueryRowContext(noCancel(ctx), activeAccountKeysSQL, accountID, millis(s.Now())).Scan(&active)
+	return active, err
+}
+
+const activeAccountKeysSQL = `SELECT COUNT(*) FROM keys WHERE account_id = ? AND kind = 'account'
+	AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
 
 // Authenticate resolves a bearer token.
 //
