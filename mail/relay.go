@@ -57,7 +57,7 @@ const relayIdle = 20 * time.Second
 func ParseRelay(raw, helloName string) (*Relay, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("relay: %v", err)
+		return nil, relayURLError(raw, err)
 	}
 	r := &Relay{HelloName: helloName, DialTimeout: 30 * time.Second, CommandTimeout: time.Minute,
 		DataTimeout: 5 * time.Minute, FinalTimeout: 5 * time.Minute}
@@ -117,6 +117,33 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// relayURLError describes a relay URL that does not parse without its password: the
+// parser's error repeats the whole URL, and a bad escape the bytes around it.
+func relayURLError(raw string, err error) error {
+	detail := ""
+	var ue *url.Error
+	var esc url.EscapeError
+	if errors.As(err, &ue) && !errors.As(ue.Err, &esc) {
+		detail = ": " + ue.Err.Error()
+	}
+	shown := raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		rest := raw[i+3:]
+		authority := rest
+		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+			authority = rest[:j]
+		}
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			user, _, hasPass := strings.Cut(authority[:at], ":")
+			if hasPass {
+				user += ":xxxxx"
+			}
+			shown = raw[:i+3] + user + rest[at:]
+		}
+	}
+	return fmt.Errorf("relay: %q is not a valid URL%s", shown, detail)
 }
 
 func redactURL(u *url.URL) string {

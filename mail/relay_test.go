@@ -462,6 +462,11 @@ func TestParseRelay(t *testing.T) {
 		{url: "http://relay.example.com", err: ".*scheme must be smtp or smtps.*"},
 		{url: "smtp://relay.example.com?foo=bar", err: ".*unknown option foo=bar.*"},
 		{url: "smtp:///nohost", err: ".*want smtp://.*"},
+		// URLs that do not parse are shown without their password.
+		{url: "smtp://user:secret@[::1", err: `relay: "smtp://user:xxxxx@\[::1" is not a valid URL: missing ']' in host`},
+		{url: "smtp://user:se%zzcret@relay.example.com", err: `relay: "smtp://user:xxxxx@relay.example.com" is not a valid URL`},
+		{url: "smtp://user:secret@relay.example.com:bad", err: `relay: "smtp://user:xxxxx@relay.example.com:bad" is not a valid URL: invalid port ":bad" after host`},
+		{url: "smtp://us er:sec ret@relay.example.com", err: `relay: "smtp://us er:xxxxx@relay.example.com" is not a valid URL.*`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -470,6 +475,7 @@ func TestParseRelay(t *testing.T) {
 			if tt.err != "" {
 				c.Assert(err, qt.ErrorMatches, tt.err)
 				c.Check(err.Error(), qt.Not(qt.Contains), "secret")
+				c.Check(err.Error(), qt.Not(qt.Contains), "cret")
 				return
 			}
 			c.Assert(err, qt.IsNil)
