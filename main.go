@@ -324,6 +324,26 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.closers.add(ignoreErr(m.pprofLn.Close))
 		fmt.Fprintf(m.Stdout, "profiles at http://%s/debug/pprof/\n", m.pprofLn.Addr())
 	}
+	// The listeners open before the database is touched: a port in use must not leave a
+	// first start's one-time credentials created and printed for a server that never ran.
+	if m.HTTPAddr == "" {
+		return usageError{"--http: name the address to listen on, such as 127.0.0.1:8080 (an empty one would be every interface)"}
+	}
+	ln, err := net.Listen("tcp", m.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	m.listener = ln
+	listeners := []int{m.closers.add(ln.Close)}
+	if m.BaseURL == "" {
+		m.BaseURL = "http://" + ln.Addr().String()
+	}
+	if m.SMTPAddr != "" {
+		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
+			return err
+		}
+		listeners = append(listeners, m.closers.add(m.smtpLn.Close))
+	}
 	store, err := db.Open(ctx, m.DBPath, db.Options{})
 	if err != nil {
 		return err
@@ -340,15 +360,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", m.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	m.listener = ln
-	listeners := []int{m.closers.add(ln.Close)}
-	if m.BaseURL == "" {
-		m.BaseURL = "http://" + ln.Addr().String()
-	}
 	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
 	metrics := server.NewMetrics() // shared by the HTTP API and the SMTP listener
 	svc.Outbound = outbound
@@ -357,11 +368,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if b, ok := analyzer.(*triage.Builtin); ok {
 		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
 	}
-	if m.SMTPAddr != "" {
-		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
-			return err
-		}
-		listeners = append(listeners, m.closers.add(m.smtpLn.Close))
+	if m.smtpLn != nil {
 		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -69,19 +70,34 @@ func TestServeFreshDatabase(t *testing.T) {
 	c.Assert(m2.Close(), qt.IsNil)
 }
 
-// TestServeFailureReleases makes Run fail late (the SMTP address is taken) and checks
-// that what it had acquired by then is released: the profile and HTTP listeners, the
-// database (a second Run on it serves).
+// TestServeFailureReleases makes Run fail: early (the SMTP address is taken), before the
+// database is created, so a first start prints no one-time credentials; late (a fixture
+// file that is missing), after it is open. Either way what Run had acquired is released:
+// the profile and HTTP listeners, the database (a second Run on it serves).
 func TestServeFailureReleases(t *testing.T) {
 	c := qt.New(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	c.Assert(err, qt.IsNil)
 	defer taken.Close()
 	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
-	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", SMTPAddr: taken.Addr().String(), PProf: "127.0.0.1:0", Domain: "inboxd.test"}
+	var out bytes.Buffer
+	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", SMTPAddr: taken.Addr().String(), PProf: "127.0.0.1:0", Domain: "inboxd.test", Stdout: &out}
 	c.Assert(m.Run(context.Background()), qt.ErrorMatches, ".*address already in use")
 	c.Assert(m.closers, qt.HasLen, 0)
+	c.Assert(keyPattern.FindString(out.String()), qt.Equals, "")
+	_, err = os.Stat(dbPath)
+	c.Assert(err, qt.ErrorIs, os.ErrNotExist)
 	for _, addr := range []string{m.pprofLn.Addr().String(), m.Addr()} {
+		ln, err := net.Listen("tcp", addr)
+		c.Assert(err, qt.IsNil, qt.Commentf("%s still held", addr))
+		ln.Close()
+	}
+
+	m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0", Domain: "inboxd.test",
+		Seeds: []string{filepath.Join(t.TempDir(), "missing.json")}}
+	c.Assert(m.Run(context.Background()), qt.ErrorMatches, ".*missing.json.*")
+	c.Assert(m.closers, qt.HasLen, 0)
+	for _, addr := range []string{m.Addr(), m.smtpLn.Addr().String()} {
 		ln, err := net.Listen("tcp", addr)
 		c.Assert(err, qt.IsNil, qt.Commentf("%s still held", addr))
 		ln.Close()
@@ -93,6 +109,10 @@ func TestServeFailureReleases(t *testing.T) {
 	c.Assert(status, qt.Equals, 200)
 	c.Assert(m.Close(), qt.IsNil)
 	c.Assert(m.Close(), qt.IsNil) // once: a second Close has nothing left to release
+
+	// An empty --http would listen on every interface, at a port nobody chose.
+	m = &Main{DBPath: dbPath, HTTPAddr: "", Domain: "inboxd.test"}
+	c.Assert(m.Run(context.Background()), qt.ErrorMatches, "--http: name the address.*")
 }
 
 func TestKeysCreate(t *testing.T) {
