@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,8 @@ func ServeMCPStdio(ctx context.Context, cfg StdioConfig, in io.Reader, out io.Wr
 		log: log,
 	}
 	srv := newMCPServer(cfg.Version, tools, func(schema.Operation) bool { return true }, tc)
-	rw := newAnsweredIO(ctx, in, out)
+	lw := &lockedWriter{w: out}
+	rw := newAnsweredIO(ctx, &wellFormedLines{in: bufio.NewReader(in), out: lw}, lw)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: rw, Writer: rw})
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		return nil

@@ -504,6 +504,42 @@ func TestMCPStdioAnswersBeforeTheEndOfInput(t *testing.T) {
 	}
 }
 
+// A line on stdio that is not a JSON-RPC message gets an error answer and the session
+// goes on: the requests around it are answered.
+func TestMCPStdioAnswersMalformedLinesAndGoesOn(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`not json`,
+		``,
+		`[]`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	var out lockedBuffer
+	err := server.ServeMCPStdio(context.Background(), server.StdioConfig{BaseURL: e.url, Key: e.full, Version: "test"}, strings.NewReader(in), &out)
+	c.Assert(err, qt.IsNil)
+	answers := map[string]float64{} // id: error code, 0 for a result
+	var nullIDs []float64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage        `json:"id"`
+			Result json.RawMessage        `json:"result"`
+			Error  struct{ Code float64 } `json:"error"`
+		}
+		c.Assert(json.Unmarshal([]byte(line), &m), qt.IsNil, qt.Commentf("%s", line))
+		if string(m.ID) == "null" {
+			nullIDs = append(nullIDs, m.Error.Code)
+			continue
+		}
+		answers[string(m.ID)] = m.Error.Code
+	}
+	c.Assert(answers, qt.DeepEquals, map[string]float64{"1": 0, "2": 0})
+	c.Assert(nullIDs, qt.DeepEquals, []float64{-32700, -32600, -32600})
+}
+
 // lockedBuffer is a bytes.Buffer safe for the stdio server's writers.
 type lockedBuffer struct {
 	mu sync.Mutex
