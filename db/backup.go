@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -20,6 +21,14 @@ func (s *Store) Backup(ctx context.Context, out string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("db: backup: %w", err)
 	}
+	// SQLite reports a file it cannot create as "unable to open database", which reads as
+	// a passing storage fault: a missing or unwritable directory is said as such.
+	probe, err := os.CreateTemp(filepath.Dir(out), ".inboxd-backup-*")
+	if err != nil {
+		return fmt.Errorf("db: backup: cannot write %s: %w", out, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	// A connection of its own: on the writer it would stall every write for the whole copy,
 	// and the read pool is read-only, which SQLite refuses for VACUUM INTO.
 	conn, err := sql.Open(driverName, s.dsn+"&_busy_timeout=10000")

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -55,4 +56,22 @@ func TestBackupWhileWriting(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(len(msgs) >= 50, qt.IsTrue, qt.Commentf("backup has %d messages", len(msgs)))
 	c.Assert(db.SQLiteVersion(), qt.Matches, `3\.\d+\.\d+`)
+}
+
+// A backup to a directory that is missing, or that is a file, says so rather than report
+// a passing storage fault; nothing is left behind.
+func TestBackupToABadPathSaysWhy(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	s := openStore(t)
+	dir := t.TempDir()
+	err := s.Backup(ctx, filepath.Join(dir, "missing", "x.db"))
+	c.Assert(err, qt.ErrorMatches, `db: backup: cannot write .*missing/x.db: .*no such file or directory`)
+	c.Assert(db.IsCode(err, db.ECodeUnavailable), qt.IsFalse)
+	plain := filepath.Join(dir, "plain")
+	c.Assert(os.WriteFile(plain, nil, 0o644), qt.IsNil)
+	c.Assert(s.Backup(ctx, filepath.Join(plain, "x.db")), qt.ErrorMatches, `db: backup: .*x.db: not a directory`)
+	entries, err := os.ReadDir(dir)
+	c.Assert(err, qt.IsNil)
+	c.Assert(entries, qt.HasLen, 1) // plain
 }
