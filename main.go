@@ -69,7 +69,7 @@ func (e usageError) Error() string { return e.msg }
 
 const usage = `usage:
   inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
-  inboxd seed --db PATH FILE...
+  inboxd seed --db PATH [--domain NAME] FILE...
   inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
   inboxd backup --db PATH OUT
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
@@ -281,6 +281,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{fmt.Sprintf("--log-format %q: use text or json", *logFormat)}
 	}
 	if err := m.Run(ctx); err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM or SIGINT while starting (a long fixture load, say): a requested
+			// stop, not a failure; Run has released what it acquired.
+			fmt.Fprintf(stderr, "inboxd: stopped while starting (%v)\n", err)
+			return nil
+		}
 		return err
 	}
 	<-ctx.Done()

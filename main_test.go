@@ -154,3 +154,15 @@ func TestEnvironmentConfiguresFlags(t *testing.T) {
 	c.Assert(*domain, qt.Equals, "Mail.Example.Test")
 	c.Assert(*httpAddr, qt.Equals, "127.0.0.1:0")
 }
+
+// A stop requested while the server starts (here before it opened the database) is not a
+// failure: serve says so and exits 0.
+func TestServeStoppedWhileStarting(t *testing.T) {
+	c := qt.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"serve", "--db", filepath.Join(t.TempDir(), "inboxd.db"), "--http", "127.0.0.1:0"}, &stdout, &stderr)
+	c.Assert(err, qt.IsNil)
+	c.Assert(stderr.String(), qt.Matches, `(?s).*inboxd: stopped while starting \(.*context canceled.*\)\n`)
+}
