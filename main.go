@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -305,6 +306,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Domain = strings.ToLower(m.Domain)
 	if !schema.ValidEmail("postmaster@" + m.Domain) {
 		return usageError{fmt.Sprintf("--domain %q is not a domain name with a dotted label and a TLD", m.Domain)}
+	}
+	if m.BaseURL != "" {
+		// It is the server URL of /openapi.json and the prefix of every download link.
+		u, err := url.Parse(m.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return usageError{fmt.Sprintf("--base-url %q: want the public http:// or https:// URL of the server, such as https://mail.example.com", m.BaseURL)}
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -665,8 +673,16 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseWithEnv(fs, args[1:]); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("keys create: unexpected argument %q", fs.Arg(0))}
+	}
 	if *account == "" || (len(scopes) == 0) == (*inbox == "") {
 		return usageError{"keys create: give --account and exactly one of --scopes or --inbox"}
+	}
+	daysSet := false
+	fs.Visit(func(f *flag.Flag) { daysSet = daysSet || f.Name == "days" })
+	if daysSet && *inbox != "" {
+		return usageError{"keys create: --days is for account keys; a mailbox key lasts until the next one replaces it"}
 	}
 	if *days < 1 || *days > db.MaxKeyDays {
 		return usageError{"keys create: --days must be 1 to 365"}

@@ -113,6 +113,11 @@ func TestServeFailureReleases(t *testing.T) {
 	// An empty --http would listen on every interface, at a port nobody chose.
 	m = &Main{DBPath: dbPath, HTTPAddr: "", Domain: "inboxd.test"}
 	c.Assert(m.Run(context.Background()), qt.ErrorMatches, "--http: name the address.*")
+	// The base URL becomes the server of /openapi.json and the prefix of download links.
+	for _, bad := range []string{"notaurl", "ftp://x.example", "https://", "https://x.example/?a=b"} {
+		m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", BaseURL: bad}
+		c.Assert(m.Run(context.Background()), qt.ErrorMatches, "--base-url .*: want the public http:// or https:// URL.*", qt.Commentf("%s", bad))
+	}
 }
 
 func TestKeysCreate(t *testing.T) {
@@ -134,6 +139,10 @@ func TestKeysCreate(t *testing.T) {
 	c.Assert(err, qt.ErrorMatches, "keys create: give --account and exactly one of --scopes or --inbox")
 	err = run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default", "--scopes", "inboxes:fly"}, &stdout, &stderr)
 	c.Assert(err, qt.ErrorMatches, `.*unknown scope "inboxes:fly".*`)
+	err = run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default", "--scopes", "inboxes:read", "extra"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, `keys create: unexpected argument "extra"`)
+	err = run(ctx, []string{"keys", "create", "--db", dbPath, "--account", "default", "--inbox", "x@inboxd.test", "--days", "5"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, `keys create: --days is for account keys.*`)
 
 	m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test"}
 	c.Assert(m.Run(ctx), qt.IsNil)
