@@ -634,6 +634,12 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() == 0 {
 		return usageError{"seed: name at least one fixture file"}
 	}
+	for _, f := range fs.Args() {
+		// Before the database is opened: a mistyped file must not leave a new, empty one.
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
 	store, err := db.Open(ctx, *path, db.Options{})
 	if err != nil {
 		return err

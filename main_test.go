@@ -175,3 +175,21 @@ func TestServeStoppedWhileStarting(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(stderr.String(), qt.Matches, `(?s).*inboxd: stopped while starting \(.*context canceled.*\)\n`)
 }
+
+// seed loads fixture files into a database, and a file that is not there leaves no
+// database behind.
+func TestSeedCommand(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "inboxd.db")
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"seed", "--db", dbPath, filepath.Join(dir, "missing.json")}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, "seed: .*missing.json: no such file or directory")
+	_, err = os.Stat(dbPath)
+	c.Assert(err, qt.ErrorIs, os.ErrNotExist)
+
+	err = run(ctx, []string{"seed", "--db", dbPath, "--domain", "inboxd.test", "fixtures/testdata/example/fixture.json"}, &stdout, &stderr)
+	c.Assert(err, qt.IsNil, qt.Commentf("%s", stderr.String()))
+	c.Assert(stdout.String(), qt.Equals, "fixtures/testdata/example/fixture.json: 1 accounts, 2 inboxes, 5 messages, 3 keys\n")
+}
