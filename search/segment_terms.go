@@ -17,19 +17,22 @@ import (
 // zapx's mapping of the file. Whatever a process reads through a mapping stays in its
 // resident memory until released (segment_release.go), and on a read fault the kernel
 // maps the cached pages of the 64 KB around the page too: one search for one word mapped
-// ~7 MB of a 19-segment index, and a search loop kept 100-190 MB mapped however often the
+// ~7 MB of a 19-segment index, and a search loop kept 100-250 MB mapped however often the
 // pages were released (BENCHMARKS.md, tenth session). Read with pread, a postings list
 // costs a copy from the page cache into a buffer the collector reclaims.
 //
 // The dictionaries are vellum FSTs, which are searched in memory: each one a search uses is
 // read into memory once per segment (the fields a search looks in take ~36 bytes a
-// message). Positions (phrases), stored pair filters and day ranges are still read
-// through the mapping: they are rarer, and what they map is released.
+// message). Positions (phrases), stored pair filters and the walk of the day dictionary
+// for a date range still go through the mapping: they are rarer, and what they map is
+// released.
 
 // segTerms reads one segment file's dictionaries and postings.
 type segTerms struct {
 	zs *zap.Segment
-	f  *os.File // closed by the os package's cleanup once no search holds it
+	// Closed by the os package's cleanup once unreachable: the cache drops a segment at the
+	// first search after it left the index, and a search still using it keeps it open.
+	f *os.File
 
 	mu   sync.Mutex
 	fsts map[string]*vellum.FST // by field; nil for a field without a dictionary
