@@ -472,6 +472,9 @@ func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
 	if (m.TLSCert == "") != (m.TLSKey == "") {
 		return out, nil, usageError{"--tls-cert and --tls-key go together"}
 	}
+	if m.TLSCert != "" && m.SMTPAddr == "" {
+		return out, nil, usageError{"--tls-cert and --tls-key are for SMTP STARTTLS: give --smtp too"}
+	}
 	if m.TLSCert == "" {
 		return out, nil, nil
 	}
@@ -485,10 +488,13 @@ func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
 // triageProvider builds the triage provider of --triage, or nil for off.
 func (m *Main) triageProvider() (triage.Provider, error) {
 	switch m.Triage {
-	case "", "builtin":
-		if m.TriageURL != "" || m.TriageModel != "" {
-			return nil, usageError{"--triage-url and --triage-model need --triage llm"}
+	case "", "builtin", "off":
+		if m.TriageURL != "" || m.TriageModel != "" || m.TriageKey != "" {
+			return nil, usageError{"--triage-url, --triage-model and --triage-key need --triage llm"}
 		}
+	}
+	switch m.Triage {
+	case "", "builtin":
 		return triage.NewBuiltin()
 	case "llm":
 		if m.TriageURL == "" || m.TriageModel == "" {

@@ -113,6 +113,18 @@ func TestServeFailureReleases(t *testing.T) {
 	// An empty --http would listen on every interface, at a port nobody chose.
 	m = &Main{DBPath: dbPath, HTTPAddr: "", Domain: "inboxd.test"}
 	c.Assert(m.Run(context.Background()), qt.ErrorMatches, "--http: name the address.*")
+	// STARTTLS certificates without an SMTP listener are refused, and a DNS port is a port.
+	for _, bad := range []struct {
+		m    Main
+		want string
+	}{
+		{Main{TLSCert: "c.pem", TLSKey: "k.pem"}, "--tls-cert and --tls-key are for SMTP STARTTLS: give --smtp too"},
+		{Main{DNS: "127.0.0.1:99999"}, `--dns: dns server "127.0.0.1:99999": the port must be a number from 1 to 65535`},
+	} {
+		m := bad.m
+		m.DBPath, m.HTTPAddr, m.Domain = dbPath, "127.0.0.1:0", "inboxd.test"
+		c.Assert(m.Run(context.Background()), qt.ErrorMatches, regexp.QuoteMeta(bad.want))
+	}
 	// The base URL becomes the server of /openapi.json and the prefix of download links.
 	for _, bad := range []string{"notaurl", "ftp://x.example", "https://", "https://x.example/?a=b"} {
 		m = &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", BaseURL: bad}

@@ -244,7 +244,9 @@ func TestTriageFlags(t *testing.T) {
 		{Main{Triage: "gpt"}, `--triage "gpt": use builtin, llm or off`},
 		{Main{Triage: "llm"}, `--triage llm needs --triage-url and --triage-model`},
 		{Main{Triage: "llm", TriageURL: "localhost:11434", TriageModel: "m"}, `.*is not an http\(s\) URL`},
-		{Main{TriageURL: "http://localhost:11434/v1"}, `--triage-url and --triage-model need --triage llm`},
+		{Main{TriageURL: "http://localhost:11434/v1"}, `--triage-url, --triage-model and --triage-key need --triage llm`},
+		{Main{TriageKey: "secret"}, `--triage-url, --triage-model and --triage-key need --triage llm`},
+		{Main{Triage: "off", TriageModel: "m"}, `--triage-url, --triage-model and --triage-key need --triage llm`},
 	} {
 		m := k.m
 		m.DBPath, m.HTTPAddr, m.Domain, m.DNS = filepath.Join(c.TempDir(), "x.db"), "127.0.0.1:0", "inboxd.test", "off"

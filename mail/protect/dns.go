@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ func ServerResolver(addr string) (Resolver, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" {
 		return nil, fmt.Errorf("dns server %q: want HOST:PORT", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("dns server %q: the port must be a number from 1 to 65535", addr)
 	}
 	d := net.Dialer{Timeout: 2 * time.Second}
 	return &net.Resolver{
