@@ -287,6 +287,7 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 	default:
 		o = s.retry(cfg, j, now, provider, res)
 	}
+	s.logOutcome(j, provider, res)
 	fctx := ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -299,3 +300,19 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 }
 
 var errRowGone = errors.New("outbound: the queue row is gone (the inbox was deleted)")
+
+// logOutcome tells the operator what became of a delivery: one whose relay is down or
+// refusing mail shows in the log, not only in each message's delivery record.
+func (s *Service) logOutcome(j db.OutboundJob, provider string, res Result) {
+	attrs := []any{"message", j.MessageID, "recipient", j.Recipient, "provider", provider, "code", res.Code, "reason", res.Reason}
+	switch res.Outcome {
+	case Delivered:
+		s.Log.Debug("outbound: delivered", attrs...)
+	case Bounced:
+		s.Log.Info("outbound: bounced", attrs...)
+	case Uncertain:
+		s.Log.Warn("outbound: handed off but the relay's answer was lost; not sent again", attrs...)
+	default:
+		s.Log.Warn("outbound: not delivered; will retry or give up by the retry schedule", attrs...)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strconv"
@@ -373,6 +374,13 @@ func (r *Relay) send(ctx context.Context, rc *relayConn, env Envelope, raw []byt
 	var se *smtp.SMTPError
 	if errors.As(err, &se) {
 		return transportError(err, "end of data"), true, se.Code != 421 && ctx.Err() == nil
+	}
+	if errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		// The relay closed the connection without a word of an answer. One that took the
+		// message answers 250 before it closes, and that answer would have arrived first:
+		// it did not take it (it failed, or hung up before the end of data), so it is sent
+		// again, like the transactions that failed before the dot.
+		return Result{Outcome: Deferred, Reason: "the relay closed the connection without answering the end of data"}, true, false
 	}
 	// The relay may hold the whole message; its answer is lost.
 	return Result{Outcome: Uncertain, Reason: "no answer after the end of data: " + err.Error()}, true, false

@@ -282,7 +282,9 @@ func TestRelayTemporaryFailureRetries(t *testing.T) {
 		}
 		return nil
 	}
-	e := newOutEnv(t, mail.OutboundConfig{Transport: relayFor(t, f, ""), RetryBase: 150 * time.Millisecond})
+	var logged syncBuffer
+	e := newOutEnv(t, mail.OutboundConfig{Transport: relayFor(t, f, ""), RetryBase: 150 * time.Millisecond},
+		func(s *mail.Service) { s.Log = slog.New(slog.NewTextHandler(&logged, nil)) })
 	res := e.send("k1", "ann@customer.example")
 	d := e.waitDelivery(res.MessageID, func(r db.RecipientDelivery) bool { return r.Status == db.RecipientDeferred })
 	c.Check(d.Recipients[0].SMTPStatusCode, qt.Equals, "451")
@@ -295,6 +297,26 @@ func TestRelayTemporaryFailureRetries(t *testing.T) {
 	c.Check(d.Version, qt.Equals, 4) // queued, deferred, deferred, delivered
 	c.Check(f.messages(), qt.HasLen, 1)
 	c.Check(e.labels(res.MessageID), qt.DeepEquals, []string{"sent"})
+	// The operator sees the deferrals in the log.
+	c.Check(logged.String(), qt.Matches, `(?s).*level=WARN msg="outbound: not delivered.*recipient=ann@customer.example provider=relay code=451 reason="Greylisted, try again later".*`)
+}
+
+// syncBuffer is a bytes.Buffer safe for the outbound workers' concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestRelayGivesUp records failed once a deferred recipient waited too long.
