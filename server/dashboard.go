@@ -170,14 +170,26 @@ func (d *dashboard) page(h pageHandler, needSession bool) httprouter.Handle {
 	}
 }
 
-// sameOrigin refuses a POST whose Origin (sent by every current browser) names another
-// site. The CSRF token is the real check; this one costs nothing.
+// sameOrigin refuses a POST that a browser says came from another site: by Origin (sent
+// by every current browser), else by Sec-Fetch-Site, else by Referer. The CSRF token is
+// the real check; this one costs nothing.
 func (d *dashboard) sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" || origin == "null" {
-		return true // not told (a privacy setting): the token decides
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "null" {
+		return d.ours(r, origin)
 	}
-	u, err := url.Parse(origin)
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return false
+	}
+	if ref := r.Header.Get("Referer"); ref != "" {
+		return d.ours(r, ref)
+	}
+	return true // not told (a privacy setting): the token decides
+}
+
+// ours reports whether a URL (an Origin or a Referer) is of this server: the host r was
+// sent to, or that of the base URL.
+func (d *dashboard) ours(r *http.Request, raw string) bool {
+	u, err := url.Parse(raw)
 	if err != nil {
 		return false
 	}

@@ -308,6 +308,9 @@ func TestDashboardReleaseSpam(t *testing.T) {
 	// A form from another site, or without the token, is refused.
 	c.Assert(b.post("/dashboard/messages/"+id+"/release", url.Values{"csrf": {token}}, "Origin", "http://evil.example").status, qt.Equals, http.StatusForbidden)
 	c.Assert(b.post("/dashboard/messages/"+id+"/release", url.Values{}).status, qt.Equals, http.StatusForbidden)
+	// Without an Origin, what else the browser says of the form's site counts.
+	c.Assert(b.post("/dashboard/messages/"+id+"/release", url.Values{"csrf": {token}}, "Sec-Fetch-Site", "cross-site").status, qt.Equals, http.StatusForbidden)
+	c.Assert(b.post("/dashboard/messages/"+id+"/release", url.Values{"csrf": {token}}, "Referer", "http://evil.example/x").status, qt.Equals, http.StatusForbidden)
 
 	p := b.post("/dashboard/messages/"+id+"/release", url.Values{"csrf": {token}}, "Origin", d.url)
 	c.Assert(p.status, qt.Equals, http.StatusSeeOther)
