@@ -326,7 +326,11 @@ func (r *Relay) send(ctx context.Context, rc *relayConn, env Envelope, raw []byt
 	})
 	defer stop()
 
-	opts := &smtp.MailOptions{Size: int64(len(raw))}
+	size := int64(len(raw))
+	if !endsWithCRLF(raw) {
+		size += 2 // the line end written before the dot
+	}
+	opts := &smtp.MailOptions{Size: size}
 	if !isASCII(env.From) || !isASCII(env.To) {
 		if ok, _ := c.Extension("SMTPUTF8"); !ok {
 			return Result{Outcome: Bounced, Code: "553", Enhanced: "5.6.7",

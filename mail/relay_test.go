@@ -46,6 +46,7 @@ type fakeRelay struct {
 type relayed struct {
 	from, to string
 	data     []byte
+	size     int64 // as announced in MAIL FROM
 }
 
 func newFakeRelay(t *testing.T) *fakeRelay {
@@ -80,6 +81,7 @@ func (f *fakeRelay) messages() []relayed {
 type relaySession struct {
 	f        *fakeRelay
 	from, to string
+	size     int64 // MAIL FROM SIZE=
 }
 
 func (s *relaySession) AuthMechanisms() []string { return []string{sasl.Plain} }
@@ -99,7 +101,10 @@ func (s *relaySession) Auth(string) (sasl.Server, error) {
 func (s *relaySession) Reset()        {}
 func (s *relaySession) Logout() error { return nil }
 
-func (s *relaySession) Mail(from string, _ *smtp.MailOptions) error {
+func (s *relaySession) Mail(from string, opts *smtp.MailOptions) error {
+	if opts != nil {
+		s.size = opts.Size
+	}
 	if s.f.authUser != "" {
 		s.f.mu.Lock()
 		n := len(s.f.authed)
@@ -139,7 +144,7 @@ func (s *relaySession) Data(r io.Reader) error {
 		}
 	}
 	s.f.mu.Lock()
-	s.f.got = append(s.f.got, relayed{from: s.from, to: s.to, data: b})
+	s.f.got = append(s.f.got, relayed{from: s.from, to: s.to, data: b, size: s.size})
 	s.f.mu.Unlock()
 	return nil
 }
@@ -262,6 +267,7 @@ func TestRelayDelivers(t *testing.T) {
 		c.Check(string(g.data), qt.Contains, "Message-ID: "+res.MessageID)
 		c.Check(string(g.data), qt.Contains, "From: Agent <agent@inboxd.test>")
 		c.Check(string(g.data), qt.Not(qt.Contains), "Bcc:")
+		c.Check(g.size, qt.Equals, int64(len(g.data))) // SIZE= is the message as sent
 	}
 	c.Check(f.authed, qt.Not(qt.HasLen), 0)
 }
