@@ -293,15 +293,24 @@ func (s *Server) writeGauges(ctx context.Context, b *strings.Builder) {
 	fmt.Fprintf(b, "go_goroutines %d\n", runtime.NumGoroutine())
 	header(b, "go_sched_gomaxprocs_threads", "gauge", "Threads that can run Go code at once (GOMAXPROCS).")
 	fmt.Fprintf(b, "go_sched_gomaxprocs_threads %d\n", runtime.GOMAXPROCS(0))
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		header(b, "go_heap_objects_bytes", "gauge", "Bytes of live and not yet swept heap objects.")
-		fmt.Fprintf(b, "go_heap_objects_bytes %d\n", sample[0].Value.Uint64())
+	// The live heap (what the last collection kept) is what a leak grows; the heap's
+	// objects also hold the garbage GOGC lets pile up before the next collection.
+	gauges := []struct{ name, help, metric string }{
+		{"go_heap_objects_bytes", "Bytes of live and not yet swept heap objects.", "/memory/classes/heap/objects:bytes"},
+		{"go_heap_live_bytes", "Bytes of heap objects the last garbage collection kept.", "/gc/heap/live:bytes"},
+		{"go_memory_total_bytes", "All memory mapped by the Go runtime.", "/memory/classes/total:bytes"},
+		{"go_memory_released_bytes", "Memory the Go runtime mapped and gave back to the system.", "/memory/classes/heap/released:bytes"},
 	}
-	if sample[1].Value.Kind() == metrics.KindUint64 {
-		header(b, "go_memory_total_bytes", "gauge", "All memory mapped by the Go runtime.")
-		fmt.Fprintf(b, "go_memory_total_bytes %d\n", sample[1].Value.Uint64())
+	sample := make([]metrics.Sample, len(gauges))
+	for i, g := range gauges {
+		sample[i].Name = g.metric
+	}
+	metrics.Read(sample)
+	for i, g := range gauges {
+		if sample[i].Value.Kind() == metrics.KindUint64 {
+			header(b, g.name, "gauge", g.help)
+			fmt.Fprintf(b, "%s %d\n", g.name, sample[i].Value.Uint64())
+		}
 	}
 }
 
