@@ -487,11 +487,8 @@ func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
 
 // triageProvider builds the triage provider of --triage, or nil for off.
 func (m *Main) triageProvider() (triage.Provider, error) {
-	switch m.Triage {
-	case "", "builtin", "off":
-		if m.TriageURL != "" || m.TriageModel != "" || m.TriageKey != "" {
-			return nil, usageError{"--triage-url, --triage-model and --triage-key need --triage llm"}
-		}
+	if m.Triage != "llm" && (m.TriageURL != "" || m.TriageModel != "" || m.TriageKey != "") {
+		return nil, usageError{"--triage-url, --triage-model and --triage-key need --triage llm"}
 	}
 	switch m.Triage {
 	case "", "builtin":

@@ -168,11 +168,17 @@ func readBody(r *http.Request) ([]byte, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), nil
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
+	if !jsonContentType(r) {
 		return nil, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")
 	}
 	return body, nil
+}
+
+// jsonContentType reports whether the request says its body is JSON (parameters such as
+// charset allowed).
+func jsonContentType(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }
 
 // mergeIdempotencyHeader lets the Idempotency-Key header stand in for the body field. When

@@ -102,7 +102,7 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, db.Errorf(db.ECodeInvalidRequest, "request body could not be read"), h.s.log)
 		return
 	}
-	if !mcpContentTypeOK(r) {
+	if !jsonContentType(r) {
 		writeError(w, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json"), h.s.log)
 		return
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"mime"
 	"net/http"
 )
 
@@ -49,12 +48,6 @@ func jsonRPCProblem(body []byte) (code int, message string) {
 		}
 	}
 	return 0, ""
-}
-
-// mcpContentTypeOK reports whether the request says its body is JSON.
-func mcpContentTypeOK(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/json"
 }
 
 // writeJSONRPCError answers with a JSON-RPC error response that no request id can be
