@@ -15,45 +15,64 @@ import (
 	"github.com/inboxd/inboxd/mail"
 )
 
-// mutedRelay answers every command up to the end of data, then either closes the
-// connection without a word (hangUp) or says nothing and keeps it open.
-func mutedRelay(t *testing.T, hangUp bool) string {
+// Answers of scriptedRelay at the end of data.
+const (
+	hangUp  = ""  // close the connection without a word
+	silence = "-" // say nothing, keep the connection open
+)
+
+// scriptedRelay answers every command up to the end of data, and then what atEnd says for
+// the n-th connection (from 0).
+func scriptedRelay(t *testing.T, atEnd func(n int) string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	qt.Assert(t, err, qt.IsNil)
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		r := bufio.NewReader(conn)
-		fmt.Fprintf(conn, "220 relay.test ESMTP\r\n")
-		inData := false
-		for {
-			line, err := r.ReadString('\n')
+		for n := 0; ; n++ {
+			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			switch {
-			case inData && line == ".\r\n":
-				if hangUp {
-					return
-				}
-				time.Sleep(time.Minute) // the client's deadline comes first
-				return
-			case inData:
-			case strings.HasPrefix(line, "EHLO"):
-				fmt.Fprintf(conn, "250 relay.test\r\n")
-			case strings.HasPrefix(line, "DATA"):
-				inData = true
-				fmt.Fprintf(conn, "354 go ahead\r\n")
-			default:
-				fmt.Fprintf(conn, "250 ok\r\n")
-			}
+			go serveScripted(conn, atEnd(n))
 		}
 	}()
 	return ln.Addr().String()
+}
+
+func serveScripted(conn net.Conn, atEnd string) {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "220 relay.test ESMTP\r\n")
+	inData := false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		switch {
+		case inData && line == ".\r\n":
+			switch atEnd {
+			case hangUp:
+				return
+			case silence:
+				time.Sleep(time.Minute) // the client's deadline comes first
+				return
+			}
+			inData = false
+			fmt.Fprintf(conn, "%s\r\n", atEnd)
+		case inData:
+		case strings.HasPrefix(line, "EHLO"):
+			fmt.Fprintf(conn, "250 relay.test\r\n")
+		case strings.HasPrefix(line, "DATA"):
+			inData = true
+			fmt.Fprintf(conn, "354 go ahead\r\n")
+		case strings.HasPrefix(line, "QUIT"):
+			fmt.Fprintf(conn, "221 bye\r\n")
+			return
+		default:
+			fmt.Fprintf(conn, "250 ok\r\n")
+		}
+	}
 }
 
 // A relay that closes the connection without answering the end of data did not take the
@@ -61,19 +80,14 @@ func mutedRelay(t *testing.T, hangUp bool) string {
 // come may hold it, so it is not.
 func TestRelayClosedWithoutAnswerIsSentAgain(t *testing.T) {
 	raw := []byte("From: agent@inboxd.test\r\nTo: ann@customer.example\r\nSubject: hi\r\n\r\nhello\r\n")
-	for _, tt := range []struct {
-		hangUp bool
-		want   string
-	}{
-		{true, mail.Deferred},
-		{false, mail.Uncertain},
-	} {
+	for atEnd, want := range map[string]string{hangUp: mail.Deferred, silence: mail.Uncertain} {
 		c := qt.New(t)
-		r, err := mail.ParseRelay("smtp://"+mutedRelay(t, tt.hangUp)+"?tls=none", "inboxd.test")
+		addr := scriptedRelay(t, func(int) string { return atEnd })
+		r, err := mail.ParseRelay("smtp://"+addr+"?tls=none", "inboxd.test")
 		c.Assert(err, qt.IsNil)
 		r.FinalTimeout = 300 * time.Millisecond
 		res := r.Deliver(context.Background(), mail.Envelope{From: "agent@inboxd.test", To: "ann@customer.example"}, raw, func() error { return nil })
-		c.Assert(res.Outcome, qt.Equals, tt.want, qt.Commentf("%+v", res))
+		c.Assert(res.Outcome, qt.Equals, want, qt.Commentf("%+v", res))
 	}
 }
 
@@ -81,56 +95,18 @@ func TestRelayClosedWithoutAnswerIsSentAgain(t *testing.T) {
 // deferred, sent again, and delivered once.
 func TestRelayHangUpAtEndOfDataIsRetried(t *testing.T) {
 	c := qt.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	c.Assert(err, qt.IsNil)
-	t.Cleanup(func() { ln.Close() })
-	accepted := make(chan struct{}, 10)
-	go func() {
-		for i := 0; ; i++ {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(first bool) {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				fmt.Fprintf(conn, "220 relay.test ESMTP\r\n")
-				inData := false
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					switch {
-					case inData && line == ".\r\n":
-						if first {
-							return // hang up without a word
-						}
-						inData = false
-						accepted <- struct{}{}
-						fmt.Fprintf(conn, "250 queued\r\n")
-					case inData:
-					case strings.HasPrefix(line, "EHLO"):
-						fmt.Fprintf(conn, "250 relay.test\r\n")
-					case strings.HasPrefix(line, "DATA"):
-						inData = true
-						fmt.Fprintf(conn, "354 go ahead\r\n")
-					case strings.HasPrefix(line, "QUIT"):
-						fmt.Fprintf(conn, "221 bye\r\n")
-						return
-					default:
-						fmt.Fprintf(conn, "250 ok\r\n")
-					}
-				}
-			}(i == 0)
+	addr := scriptedRelay(t, func(n int) string {
+		if n == 0 {
+			return hangUp
 		}
-	}()
-	r, err := mail.ParseRelay("smtp://"+ln.Addr().String()+"?tls=none", "inboxd.test")
+		return "250 queued"
+	})
+	r, err := mail.ParseRelay("smtp://"+addr+"?tls=none", "inboxd.test")
 	c.Assert(err, qt.IsNil)
 	t.Cleanup(func() { r.Close() })
 	e := newOutEnv(t, mail.OutboundConfig{Transport: r})
 	res := e.send("k1", "ann@customer.example")
 	d := e.waitDelivery(res.MessageID, terminal)
 	c.Assert(d.Recipients[0].Status, qt.Equals, db.RecipientDelivered, qt.Commentf("%+v", d.Recipients[0]))
-	c.Assert(len(accepted), qt.Equals, 1)
+	c.Assert(d.Recipients[0].SMTPStatusCode, qt.Equals, "250")
 }
