@@ -55,10 +55,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// _stmt_cache_size keeps prepared statements per connection: preparing costs as much
 	// as running the small statements of a delivery.
 	common := "_foreign_keys=on&_busy_timeout=10000&_synchronous=NORMAL&_stmt_cache_size=128"
-	// The writer keeps 16 MB of pages (SQLite's default is 2 MB): a delivery touches the
+	// The writer keeps 8 MB of pages (SQLite's default is 2 MB): a delivery touches the
 	// right edge of the time and id indexes and a random page of the Message-ID index, and
-	// what stays cached is neither read again nor, between commits, rewritten.
-	w, err := sql.Open(writerDriverName, base+"?_txlock=immediate&_cache_size=-16384&"+common)
+	// what stays cached is neither read again nor, between commits, rewritten. It was
+	// 16 MB until the eleventh session; 8 MB came out within the noise for ingest, measured
+	// together with that session's other memory changes (BENCHMARKS.md).
+	w, err := sql.Open(writerDriverName, base+"?_txlock=immediate&_cache_size=-8192&"+common)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
@@ -39,8 +39,7 @@ var errSegmentUnsupported = errors.New("search: batch not supported by the segme
 // segmentsBuilt counts the segments buildSegment built (tests check the plugin is used).
 var segmentsBuilt atomic.Uint64
 
-// segBuilder holds the working memory of building one segment; it is reused across
-// segments (idleBuilders).
+// segBuilder holds the working memory of building one segment (newBuilder).
 type segBuilder struct {
 	numDocs int
 
@@ -66,7 +65,6 @@ type segBuilder struct {
 	ends    []uint64
 	fst     *vellum.Builder
 	fstBuf  bytes.Buffer
-	lastOut int // size of the previous segment, to size the next one's buffer
 }
 
 type segField struct {
@@ -112,50 +110,40 @@ type segStored struct {
 	value []byte
 }
 
-// idleBuilders keeps builders between segments. Not a sync.Pool: a pool is emptied by
-// the garbage collector, which under a stream of mail runs between two of the indexer's
-// batches, so every batch grew its builder's slices from nothing again (~20 MB of
-// garbage a second at 2,000 messages a second). Two cover the indexer and the merger.
-var idleBuilders = make(chan *segBuilder, 2)
+// A builder lives for one segment. Builders used to be kept between segments, so their
+// buffers were not grown from nothing by every batch; but between batches the two kept
+// took ~25 MB of the live heap, which the collector marks on every cycle and the memory
+// limit counts (gc.go). Instead a build sizes its largest buffers from the one before
+// (lastBuild), per document, and allocates each once. Measured beside the other memory
+// changes of the eleventh session (BENCHMARKS.md).
+func newBuilder() *segBuilder { return &segBuilder{fieldIDs: map[string]uint16{}} }
 
-func getBuilder() *segBuilder {
-	select {
-	case b := <-idleBuilders:
-		return b
-	default:
-		return &segBuilder{fieldIDs: map[string]uint16{}}
-	}
+// lastBuild is what the last segment built took per document: postings, distinct terms
+// and bytes of the segment.
+var lastBuild struct {
+	sync.Mutex
+	postings, terms, out float64
 }
 
-// putBuilder keeps b, reset, for the next segment, unless two are kept already or a
-// large merge grew it past maxIdleBuilderBytes (that memory would then stay taken).
-func putBuilder(b *segBuilder) {
-	held := b.heldBytes()
-	b.reset()
-	if held > maxIdleBuilderBytes {
-		return
-	}
-	select {
-	case idleBuilders <- b:
-	default:
-	}
+// sizeFor gives b's postings, terms and segment buffers the capacity n documents took
+// in the last build, with an eighth more.
+func (b *segBuilder) sizeFor(n int) {
+	lastBuild.Lock()
+	p, t, o := lastBuild.postings, lastBuild.terms, lastBuild.out
+	lastBuild.Unlock()
+	grow := func(perDoc float64) int { return int(perDoc * float64(n) * 9 / 8) }
+	b.postings = make([]segPosting, 0, grow(p))
+	b.terms = make([]segTerm, 0, grow(t))
+	b.out = make([]byte, 0, grow(o))
 }
 
-// maxIdleBuilderBytes bounds a kept builder: the indexer's batches of 2,000 messages
-// need ~10 MB.
-const maxIdleBuilderBytes = 32 << 20
-
-// heldBytes is about what b's buffers take, its term maps counted by their entries (a
-// cleared map keeps its size).
-func (b *segBuilder) heldBytes() int {
-	n := cap(b.terms)*int(unsafe.Sizeof(segTerm{})) + cap(b.postings)*int(unsafe.Sizeof(segPosting{})) +
-		cap(b.freqs)*int(unsafe.Sizeof(segFreq{})) + cap(b.locs)*int(unsafe.Sizeof(segLoc{})) +
-		cap(b.grouped)*int(unsafe.Sizeof(segRef{})) + cap(b.next)*4 + cap(b.sortKeys)*int(unsafe.Sizeof(termKey{})) +
-		cap(b.storedIdx)*8 + cap(b.storedBuf) + cap(b.snappyBuf) + cap(b.scratch) + cap(b.ends)*8 + b.fstBuf.Cap()
-	for _, f := range b.fields {
-		n += len(f.dict)*32 + cap(f.terms)*4
-	}
-	return n
+// recordSize keeps what b took for its n documents, for the next build's sizeFor.
+func (b *segBuilder) recordSize(n int, out int) {
+	lastBuild.Lock()
+	defer lastBuild.Unlock()
+	lastBuild.postings = float64(len(b.postings)) / float64(n)
+	lastBuild.terms = float64(len(b.terms)) / float64(n)
+	lastBuild.out = float64(out) / float64(n)
 }
 
 // buildSegment builds the segment of docs as zapx's New would, or returns
@@ -168,12 +156,11 @@ func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.Se
 		// chunking are zapx's as this package knows them (segment_write.go).
 		return nil, 0, errSegmentUnsupported
 	}
-	b := getBuilder()
-	defer putBuilder(b)
+	b := newBuilder()
+	b.sizeFor(len(docs))
 	if err := b.defineFields(docs); err != nil {
 		return nil, 0, err
 	}
-	b.out = make([]byte, 0, b.lastOut+b.lastOut/8)
 	for i, d := range docs {
 		if err := b.addDocument(uint32(i), d); err != nil {
 			return nil, 0, err
@@ -196,7 +183,7 @@ func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.Se
 		stats = new(segment.Stats)
 	}
 	mem := b.out
-	b.out, b.lastOut = nil, len(mem)
+	b.recordSize(len(docs), len(mem))
 	sb, err := zap.InitSegmentBase(mem, crc32.ChecksumIEEE(mem), zap.DefaultChunkMode, uint64(len(docs)),
 		storedIndexOffset, sectionsIndexOffset, config, stats)
 	if err != nil {
@@ -238,14 +225,10 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 		}
 	}
 	names := fieldOrder(opts)
-	b.fields = slices.Grow(b.fields[:0], len(names))[:len(names)]
+	b.fields = make([]segField, len(names))
 	for id, name := range names {
 		b.fieldIDs[name] = uint16(id)
-		fl := &b.fields[id] // the previous segment's term map and slice, emptied by reset
-		fl.name, fl.opts, fl.seen = name, opts[name], 0
-		if fl.dict == nil {
-			fl.dict = map[string]uint32{}
-		}
+		b.fields[id] = segField{name: name, opts: opts[name], dict: map[string]uint32{}}
 	}
 	return nil
 }
@@ -426,23 +409,4 @@ func (b *segBuilder) resetFST() error {
 		return err
 	}
 	return b.fst.Reset(&b.fstBuf)
-}
-
-func (b *segBuilder) reset() {
-	for i := range b.fields {
-		clear(b.fields[i].dict) // no references to the batch's texts kept in the pool
-		b.fields[i] = segField{dict: b.fields[i].dict, terms: b.fields[i].terms[:0]}
-	}
-	b.fields = b.fields[:0]
-	clear(b.fieldIDs)
-	clear(b.terms)
-	b.terms = b.terms[:0]
-	b.postings = b.postings[:0]
-	b.freqs = b.freqs[:0]
-	b.locs = b.locs[:0]
-	b.grouped = b.grouped[:0]
-	clear(b.stored)
-	b.stored = b.stored[:0]
-	b.storedIdx = b.storedIdx[:0]
-	b.out, b.base = nil, 0
 }

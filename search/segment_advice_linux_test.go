@@ -3,6 +3,7 @@ package search
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zap "github.com/blevesearch/zapx/v17"
 	qt "github.com/frankban/quicktest"
 )
 
@@ -106,4 +109,42 @@ func TestReleasedMappingsHoldNoPagesAndWordSearchesMapNone(t *testing.T) {
 	qt.Assert(t, resident() > 0, qt.IsTrue)
 	ix.releaseMappings()
 	qt.Assert(t, resident(), qt.Equals, 0)
+}
+
+// A merge releases the pages it mapped reading its sources as it goes (mergeReleaseSize),
+// so its sources are not resident whole when it ends. Released every 64 KB written here,
+// what is left is what the last stretch read.
+func TestMergeReleasesItsSourcesAsItGoes(t *testing.T) {
+	defer func(n uint64) { mergeReleaseSize = n }(mergeReleaseSize)
+	dir := t.TempDir()
+	var segs []segment.Segment
+	size := 0
+	for i := range 3 {
+		sb, ok := buildOurs(t, analyzedDocs(benchDocs(500))).(*zap.SegmentBase)
+		qt.Assert(t, ok, qt.IsTrue)
+		path := filepath.Join(dir, fmt.Sprintf("in%d.zap", i))
+		qt.Assert(t, zap.PersistSegmentBase(sb, path), qt.IsNil)
+		s, err := (&zap.ZapPlugin{}).Open(path)
+		qt.Assert(t, err, qt.IsNil)
+		defer s.Close()
+		segs = append(segs, s)
+		fi, err := os.Stat(path)
+		qt.Assert(t, err, qt.IsNil)
+		size += int(fi.Size())
+	}
+	merge := func(release uint64) int {
+		mergeReleaseSize = release
+		for _, s := range segs {
+			advise(s.(*zap.Segment).Data(), adviceDontNeed)
+		}
+		out := filepath.Join(t.TempDir(), "out.zap")
+		_, _, err := mergeSegments(segs, nil, out, nil, nil)
+		qt.Assert(t, err, qt.IsNil)
+		_, _, rss := segmentMappings(t, dir)
+		return rss * 1024
+	}
+	// Without a release in the merge, it maps most of what it read; with one, little.
+	qt.Assert(t, merge(1<<62) > size/2, qt.IsTrue, qt.Commentf("sources %d bytes", size))
+	left := merge(64 << 10)
+	qt.Assert(t, left < size/8, qt.IsTrue, qt.Commentf("%d of %d bytes left mapped", left, size))
 }

@@ -32,6 +32,13 @@ var segmentsMerged atomic.Uint64
 // mergeFlushSize is how much of the merged segment is kept before it is written out.
 const mergeFlushSize = 1 << 20
 
+// mergeReleaseSize is how much of the merged segment is written between two releases of
+// the pages the merge mapped reading its sources. A merge reads them nearly whole within
+// a second or two, faster than the index's releaseEvery: under a stream of mail the
+// merges took the server's file-backed memory from ~35 to up to ~75 MB (BENCHMARKS.md,
+// eleventh session). Reading on after a release maps a page again from the page cache.
+var mergeReleaseSize uint64 = 2 << 20 // a variable for tests
+
 // merger holds the state of one merge.
 type merger struct {
 	*segBuilder
@@ -39,10 +46,11 @@ type merger struct {
 	numDocs    uint64
 	fieldsSame bool // every segment has the merged segment's fields: no ids to rewrite
 
-	f    *os.File
-	crc  uint32
-	rep  segment.StatsReporter
-	stop chan struct{}
+	f          *os.File
+	crc        uint32
+	releasedAt uint64 // the segment's size when the sources' pages were last released
+	rep        segment.StatsReporter
+	stop       chan struct{}
 
 	docs  []uint32 // one segment's documents of the current term
 	refs  []segRef // the term's postings in the merged segment
@@ -68,6 +76,7 @@ func mergeSegments(segs []segment.Segment, drops []*roaring.Bitmap, path string,
 			return nil, 0, err
 		}
 		if _, file := s.(*zap.Segment); file {
+			in.mapped = true
 			adviseWillNeed(in.mem) // a merge reads its sources nearly whole
 		}
 		m.ins = append(m.ins, in)
@@ -84,8 +93,7 @@ func mergeSegments(segs []segment.Segment, drops []*roaring.Bitmap, path string,
 		return nil, 0, segment.ErrClosed
 	}
 
-	m.segBuilder = getBuilder()
-	defer putBuilder(m.segBuilder)
+	m.segBuilder = newBuilder()
 	m.out = make([]byte, 0, 2*mergeFlushSize)
 	for id, name := range names {
 		m.fields = append(m.fields, segField{name: name, opts: opts[id]})
@@ -206,7 +214,21 @@ func (m *merger) flush() error {
 		m.rep.ReportBytesWritten(uint64(len(m.out)))
 	}
 	m.out = m.out[:0]
+	if m.base-m.releasedAt >= mergeReleaseSize {
+		m.releaseInputs()
+	}
 	return nil
+}
+
+// releaseInputs drops the pages of the sources' mappings from the process (see
+// mergeReleaseSize). The merge holds its sources open, so the mappings are still theirs.
+func (m *merger) releaseInputs() {
+	for _, in := range m.ins {
+		if in.mapped {
+			advise(in.mem, adviceDontNeed)
+		}
+	}
+	m.releasedAt = m.base
 }
 
 func (m *merger) flushIfFull() error {

@@ -27,6 +27,7 @@ type mergeInput struct {
 	newIDs      []uint16 // each field's id in the merged segment
 	newNums     []uint64 // each document's number in the merged segment, or mergeDropped
 	dropped     bool     // some of its documents are dropped
+	mapped      bool     // mem is a file's mapping (not the Go heap: no advice for it)
 }
 
 const mergeDropped = ^uint64(0) // zapx's number of a dropped document

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
@@ -471,24 +470,4 @@ func TestSegmentMergesAsZapx(t *testing.T) {
 	})
 	qt.Assert(t, gotNums, qt.DeepEquals, wantNums)
 	qt.Assert(t, bytes.Equal(got, want), qt.IsTrue)
-}
-
-// Builders are kept between segments, but not one a large merge grew: its memory would
-// stay taken.
-func TestIdleBuildersBounded(t *testing.T) {
-	for len(idleBuilders) > 0 {
-		<-idleBuilders
-	}
-	small := getBuilder()
-	small.postings = make([]segPosting, 0, 1000)
-	big := getBuilder()
-	big.postings = make([]segPosting, 0, maxIdleBuilderBytes/int(unsafe.Sizeof(segPosting{}))+1)
-	putBuilder(big)
-	putBuilder(small)
-	if len(idleBuilders) != 1 || <-idleBuilders != small {
-		t.Fatal("want only the small builder kept")
-	}
-	if cap(small.postings) != 1000 || len(small.postings) != 0 {
-		t.Fatal("a kept builder keeps its emptied buffers")
-	}
 }

@@ -191,7 +191,8 @@ const designNotes = `### What the design does for these figures
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while it stays mapped.
   Every second the index drops its mapped pages (search/segment_release.go; they stay
-  in the page cache), so a merge's sources do not stay resident. Searches read the
+  in the page cache), and a merge drops its sources' pages every 2 MB it writes
+  (search/segment_merge.go), faster than it reads them whole. Searches read the
   dictionaries and postings with pread (search/segment_terms.go), not through the
   mapping, around whose every faulted page the kernel maps 64 KB: a search loop kept
   100-250 MB mapped. Each dictionary a search uses is kept in memory once read (~36 bytes
@@ -201,7 +202,9 @@ const designNotes = `### What the design does for these figures
   documents are read from its id dictionary (~15 bytes a document) rather than its stored
   values, which hold each message's pair filter too (~575 bytes); on this data set that
   took the resident memory right after a start from 188 to 65 MB. The Go runtime collects
-  at GOGC 400 under a 160 MiB soft limit (gc.go).
+  at GOGC 400 under a 128 MiB soft limit (gc.go); segment builders are not kept between
+  segments, so their buffers are not live heap between batches, and the writer's SQLite
+  page cache is 8 MB.
 `
 
 func firstLoad(avg string) float64 {
