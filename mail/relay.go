@@ -185,8 +185,11 @@ func (r *Relay) Deliver(ctx context.Context, env Envelope, raw []byte, handoff f
 			rc.c.Close()
 		}
 		// A kept-alive connection the relay has closed meanwhile fails at the first
-		// command: try once more on a fresh one, which is safe before the handoff.
+		// command: try once more on a fresh one, which is safe before the handoff. The
+		// other idle connections are older, so the relay has most likely closed them too
+		// (its idle timeout, or a restart): they go, and the retry dials.
 		if reused && !handed && res.Outcome == Deferred && res.Code == "" && try == 0 && ctx.Err() == nil {
+			r.dropIdle()
 			continue
 		}
 		return res
@@ -221,6 +224,17 @@ func (r *Relay) take(ctx context.Context) (*relayConn, bool, error) {
 	r.mu.Unlock()
 	rc, err := r.dial(ctx)
 	return rc, false, err
+}
+
+// dropIdle closes every idle connection.
+func (r *Relay) dropIdle() {
+	r.mu.Lock()
+	idle := r.idle
+	r.idle = nil
+	r.mu.Unlock()
+	for _, rc := range idle {
+		rc.c.Close()
+	}
 }
 
 func (r *Relay) put(rc *relayConn) {

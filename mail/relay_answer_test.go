@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +110,62 @@ func TestRelayHangUpAtEndOfDataIsRetried(t *testing.T) {
 	d := e.waitDelivery(res.MessageID, terminal)
 	c.Assert(d.Recipients[0].Status, qt.Equals, db.RecipientDelivered, qt.Commentf("%+v", d.Recipients[0]))
 	c.Assert(d.Recipients[0].SMTPStatusCode, qt.Equals, "250")
+}
+
+// When the relay has closed the idle connections (its idle timeout, or a restart), the
+// next message finds the first one dead and goes out on a fresh connection, not on the
+// next dead one.
+func TestRelayClosedIdleConnectionsAreNotRetried(t *testing.T) {
+	c := qt.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c.Assert(err, qt.IsNil)
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			go serveScripted(conn, "250 ok")
+		}
+	}()
+	r, err := mail.ParseRelay("smtp://"+ln.Addr().String()+"?tls=none", "inboxd.test")
+	c.Assert(err, qt.IsNil)
+	t.Cleanup(func() { r.Close() })
+	raw := []byte("From: agent@inboxd.test\r\nTo: ann@customer.example\r\nSubject: hi\r\n\r\nhello\r\n")
+	env := mail.Envelope{From: "agent@inboxd.test", To: "ann@customer.example"}
+
+	// Two messages at once leave two idle connections.
+	first, second := make(chan struct{}), make(chan mail.Result, 1)
+	go func() {
+		second <- r.Deliver(context.Background(), env, raw, func() error { <-first; return nil })
+	}()
+	for {
+		mu.Lock()
+		n := len(conns)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res := r.Deliver(context.Background(), env, raw, func() error { return nil })
+	c.Assert(res.Outcome, qt.Equals, mail.Delivered, qt.Commentf("%+v", res))
+	close(first)
+	res = <-second
+	c.Assert(res.Outcome, qt.Equals, mail.Delivered, qt.Commentf("%+v", res))
+
+	mu.Lock()
+	c.Assert(conns, qt.HasLen, 2)
+	for _, conn := range conns {
+		conn.Close()
+	}
+	mu.Unlock()
+	res = r.Deliver(context.Background(), env, raw, func() error { return nil })
+	c.Assert(res.Outcome, qt.Equals, mail.Delivered, qt.Commentf("%+v", res))
 }
