@@ -65,6 +65,8 @@ type segBuilder struct {
 	ends    []uint64
 	fst     *vellum.Builder
 	fstBuf  bytes.Buffer
+
+	fieldTerms map[string]int // sizeFor: each field's expected distinct terms
 }
 
 type segField struct {
@@ -113,37 +115,61 @@ type segStored struct {
 // A builder lives for one segment. Builders used to be kept between segments, so their
 // buffers were not grown from nothing by every batch; but between batches the two kept
 // took ~25 MB of the live heap, which the collector marks on every cycle and the memory
-// limit counts (gc.go). Instead a build sizes its largest buffers from the one before
-// (lastBuild), per document, and allocates each once. Measured beside the other memory
-// changes of the eleventh session (BENCHMARKS.md).
+// limit counts (gc.go). Instead a build sizes its buffers from the one before
+// (lastBuild) and allocates each once. Measured beside the other memory changes of the
+// eleventh session (BENCHMARKS.md).
 func newBuilder() *segBuilder { return &segBuilder{fieldIDs: map[string]uint16{}} }
 
-// lastBuild is what the last segment built took per document: postings, distinct terms
-// and bytes of the segment.
-var lastBuild struct {
-	sync.Mutex
-	postings, terms, out float64
+// buildSizes is what a segment build of docs documents took: postings, frequencies,
+// locations, bytes of the segment, distinct terms, and each field's distinct terms.
+type buildSizes struct {
+	docs, postings, freqs, locs, out, terms int
+	fieldTerms                              map[string]int
 }
 
-// sizeFor gives b's postings, terms and segment buffers the capacity n documents took
-// in the last build, with an eighth more.
+// lastBuild is what the last segment built took (a new map each time: sizeFor reads it
+// unlocked).
+var lastBuild struct {
+	sync.Mutex
+	buildSizes
+}
+
+// sizeFor gives b's buffers the capacity n documents are likely to take, from the last
+// build, with a quarter more: a buffer that runs out is copied into one twice its size.
+// Postings, frequencies, locations and bytes grow with the documents; distinct terms grow
+// more slowly, so they are scaled down for fewer documents and not up for more (a batch
+// of one message after an idle spell would otherwise size the next 2,000 for 2,000 times
+// its terms).
 func (b *segBuilder) sizeFor(n int) {
 	lastBuild.Lock()
-	p, t, o := lastBuild.postings, lastBuild.terms, lastBuild.out
+	last := lastBuild.buildSizes
 	lastBuild.Unlock()
-	grow := func(perDoc float64) int { return int(perDoc * float64(n) * 9 / 8) }
-	b.postings = make([]segPosting, 0, grow(p))
-	b.terms = make([]segTerm, 0, grow(t))
-	b.out = make([]byte, 0, grow(o))
+	if last.docs == 0 {
+		return
+	}
+	linear := func(l int) int { return l * n / last.docs * 5 / 4 }
+	terms := func(l int) int { return l * min(n, last.docs) / last.docs * 5 / 4 }
+	b.postings = make([]segPosting, 0, linear(last.postings))
+	b.freqs = make([]segFreq, 0, linear(last.freqs))
+	b.locs = make([]segLoc, 0, linear(last.locs))
+	b.out = make([]byte, 0, linear(last.out))
+	b.terms = make([]segTerm, 0, terms(last.terms))
+	b.fieldTerms = make(map[string]int, len(last.fieldTerms))
+	for name, l := range last.fieldTerms {
+		b.fieldTerms[name] = terms(l)
+	}
 }
 
 // recordSize keeps what b took for its n documents, for the next build's sizeFor.
 func (b *segBuilder) recordSize(n int, out int) {
+	sizes := buildSizes{docs: n, postings: len(b.postings), freqs: len(b.freqs), locs: len(b.locs),
+		out: out, terms: len(b.terms), fieldTerms: make(map[string]int, len(b.fields))}
+	for _, f := range b.fields {
+		sizes.fieldTerms[f.name] = len(f.terms)
+	}
 	lastBuild.Lock()
-	defer lastBuild.Unlock()
-	lastBuild.postings = float64(len(b.postings)) / float64(n)
-	lastBuild.terms = float64(len(b.terms)) / float64(n)
-	lastBuild.out = float64(out) / float64(n)
+	lastBuild.buildSizes = sizes
+	lastBuild.Unlock()
 }
 
 // buildSegment builds the segment of docs as zapx's New would, or returns
@@ -157,7 +183,7 @@ func buildSegment(docs []index.Document, config map[string]interface{}) (*zap.Se
 		return nil, 0, errSegmentUnsupported
 	}
 	b := newBuilder()
-	b.sizeFor(len(docs))
+	b.sizeFor(len(docs)) // before defineFields, which sizes each field's terms
 	if err := b.defineFields(docs); err != nil {
 		return nil, 0, err
 	}
@@ -228,7 +254,8 @@ func (b *segBuilder) defineFields(docs []index.Document) error {
 	b.fields = make([]segField, len(names))
 	for id, name := range names {
 		b.fieldIDs[name] = uint16(id)
-		b.fields[id] = segField{name: name, opts: opts[name], dict: map[string]uint32{}}
+		n := b.fieldTerms[name]
+		b.fields[id] = segField{name: name, opts: opts[name], dict: make(map[string]uint32, n), terms: make([]uint32, 0, n)}
 	}
 	return nil
 }

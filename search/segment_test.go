@@ -471,3 +471,30 @@ func TestSegmentMergesAsZapx(t *testing.T) {
 	qt.Assert(t, gotNums, qt.DeepEquals, wantNums)
 	qt.Assert(t, bytes.Equal(got, want), qt.IsTrue)
 }
+
+// A build sizes its buffers from the last one (sizeFor): postings with the documents, but
+// distinct terms not up from a smaller batch, so a batch of one message after an idle
+// spell does not size the next large batch's terms for thousands of times its own.
+func TestBuildSizesFollowTheLastBuild(t *testing.T) {
+	docs := analyzedDocs(benchDocs(400))
+	buildOurs(t, docs[:1])
+	lastBuild.Lock()
+	one := lastBuild.buildSizes
+	lastBuild.Unlock()
+	b := newBuilder()
+	b.sizeFor(400)
+	qt.Assert(t, cap(b.terms), qt.Equals, one.terms*5/4)
+	qt.Assert(t, cap(b.postings), qt.Equals, one.postings*400*5/4)
+
+	buildOurs(t, docs)
+	lastBuild.Lock()
+	all := lastBuild.buildSizes
+	lastBuild.Unlock()
+	b = newBuilder()
+	b.sizeFor(400)
+	qt.Assert(t, cap(b.postings) >= all.postings, qt.IsTrue)
+	qt.Assert(t, cap(b.terms) >= all.terms, qt.IsTrue)
+	for name, n := range all.fieldTerms {
+		qt.Assert(t, b.fieldTerms[name] >= n, qt.IsTrue, qt.Commentf("field %s", name))
+	}
+}
