@@ -198,11 +198,7 @@ func (r *Relay) Deliver(ctx context.Context, env Envelope, raw []byte, handoff f
 
 // Close says goodbye on the idle connections.
 func (r *Relay) Close() error {
-	r.mu.Lock()
-	idle := r.idle
-	r.idle = nil
-	r.mu.Unlock()
-	for _, rc := range idle {
+	for _, rc := range r.takeIdle() {
 		rc.conn.SetDeadline(time.Now().Add(5 * time.Second))
 		rc.c.Quit()
 		rc.c.Close()
@@ -228,13 +224,18 @@ func (r *Relay) take(ctx context.Context) (*relayConn, bool, error) {
 
 // dropIdle closes every idle connection.
 func (r *Relay) dropIdle() {
-	r.mu.Lock()
-	idle := r.idle
-	r.idle = nil
-	r.mu.Unlock()
-	for _, rc := range idle {
+	for _, rc := range r.takeIdle() {
 		rc.c.Close()
 	}
+}
+
+// takeIdle empties the pool of idle connections and returns what it held.
+func (r *Relay) takeIdle() []*relayConn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	idle := r.idle
+	r.idle = nil
+	return idle
 }
 
 func (r *Relay) put(rc *relayConn) {

@@ -145,14 +145,14 @@ func TestRelayClosedIdleConnectionsAreNotRetried(t *testing.T) {
 	go func() {
 		second <- r.Deliver(context.Background(), env, raw, func() error { <-first; return nil })
 	}()
-	for {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		mu.Lock()
 		n := len(conns)
 		mu.Unlock()
 		if n == 1 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		c.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("the first message never connected"))
 	}
 	res := r.Deliver(context.Background(), env, raw, func() error { return nil })
 	c.Assert(res.Outcome, qt.Equals, mail.Delivered, qt.Commentf("%+v", res))
