@@ -62,7 +62,12 @@ func parseHeader(raw []byte) header {
 			value = value[:0]
 		}
 	}
-	for _, line := range strings.Split(strings.ReplaceAll(string(raw[:end]), "\r\n", "\n"), "\n") {
+	// Line by line over one copy of the header: values are substrings of it. (Making the
+	// line ends LF first and splitting copied it twice more for every message.)
+	for rest := string(raw[:end]); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		line = strings.TrimSuffix(line, "\r")
 		if line == "" {
 			continue
 		}

@@ -26,3 +26,19 @@ func TestParseHeaderUnfolds(t *testing.T) {
 	c.Assert(h.all("X-Long"), qt.DeepEquals, []string{strings.Join(want, " ")})
 	c.Assert(h.has("body"), qt.IsFalse)
 }
+
+// Bare LF line ends read as CRLF ones do, and a CR not before an LF stays in its value.
+func TestParseHeaderLineEnds(t *testing.T) {
+	c := qt.New(t)
+	for _, raw := range []string{
+		"From: a@example.com\nSubject: one\n two\nX-Cr: a\rb\n\nbody: no\n",
+		"From: a@example.com\r\nSubject: one\r\n two\r\nX-Cr: a\rb\r\n\r\nbody: no\r\n",
+		"From: a@example.com\r\nSubject: one\n two\r\nX-Cr: a\rb\n\nbody: no\n",
+	} {
+		h := parseHeader([]byte(raw))
+		c.Assert(h.all("from"), qt.DeepEquals, []string{"a@example.com"}, qt.Commentf("%q", raw))
+		c.Assert(h.all("subject"), qt.DeepEquals, []string{"one two"}, qt.Commentf("%q", raw))
+		c.Assert(h.all("x-cr"), qt.DeepEquals, []string{"a\rb"}, qt.Commentf("%q", raw))
+		c.Assert(h.has("body"), qt.IsFalse, qt.Commentf("%q", raw))
+	}
+}
