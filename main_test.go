@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -204,4 +206,25 @@ func TestSeedCommand(t *testing.T) {
 	err = run(ctx, []string{"seed", "--db", dbPath, "--domain", "inboxd.test", "fixtures/testdata/example/fixture.json"}, &stdout, &stderr)
 	c.Assert(err, qt.IsNil, qt.Commentf("%s", stderr.String()))
 	c.Assert(stdout.String(), qt.Equals, "fixtures/testdata/example/fixture.json: 1 accounts, 2 inboxes, 5 messages, 3 keys\n")
+}
+
+// A chosen dashboard password shorter than minAdminPassword stops serve before it opens
+// anything, whether given as a flag or in the environment, and the message does not echo it.
+func TestServeRefusesShortAdminPassword(t *testing.T) {
+	c := qt.New(t)
+	// Bounded: a serve that accepted the password would run until the context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"serve", "--db", dbPath, "--http", "127.0.0.1:0", "--admin-password", "hunter2"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, `--admin-password \(or INBOXD_ADMIN_PASSWORD\): 7 characters; use at least 12, or none to have one generated`)
+	var ue usageError
+	c.Assert(errors.As(err, &ue), qt.IsTrue)
+
+	t.Setenv("INBOXD_ADMIN_PASSWORD", "ünïcödé-pw") // ten characters, fourteen bytes
+	err = run(ctx, []string{"serve", "--db", dbPath, "--http", "127.0.0.1:0"}, &stdout, &stderr)
+	c.Assert(err, qt.ErrorMatches, `.*: 10 characters; use at least 12.*`)
+	_, statErr := os.Stat(dbPath)
+	c.Assert(os.IsNotExist(statErr), qt.IsTrue, qt.Commentf("serve created the database before refusing"))
 }
