@@ -28,7 +28,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/fixtures"
@@ -39,9 +38,6 @@ import (
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
-
-// minAdminPassword is the fewest characters a chosen dashboard password may have.
-const minAdminPassword = 12
 
 // version and commitID are stamped at release time with -ldflags "-X main.version=...
 // -X main.commitID=..."; without them the build's VCS stamp is used when there is one.
@@ -276,10 +272,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
 	}
-	// The dashboard releases quarantined mail and sits on the API's port; a short password
-	// there is guessed. A generated one has 24 characters.
-	if n := utf8.RuneCountInString(m.AdminPassword); n > 0 && n < minAdminPassword {
-		return usageError{fmt.Sprintf("--admin-password (or INBOXD_ADMIN_PASSWORD): %d characters; use at least %d, or none to have one generated", n, minAdminPassword)}
+	if m.AdminPassword != "" {
+		// Checked here too so that a short one is a usage error before anything opens.
+		if err := server.CheckOperatorPassword(m.AdminPassword); err != nil {
+			return usageError{"--admin-password (or INBOXD_ADMIN_PASSWORD): " + err.Error()}
+		}
 	}
 	m.Seeds = seeds
 	switch *logFormat {

@@ -208,8 +208,9 @@ func TestSeedCommand(t *testing.T) {
 	c.Assert(stdout.String(), qt.Equals, "fixtures/testdata/example/fixture.json: 1 accounts, 2 inboxes, 5 messages, 3 keys\n")
 }
 
-// A chosen dashboard password shorter than minAdminPassword stops serve before it opens
-// anything, whether given as a flag or in the environment, and the message does not echo it.
+// A chosen dashboard password shorter than server.MinOperatorPassword stops serve before
+// it opens anything, whether given as a flag or in the environment, and the message does
+// not echo it.
 func TestServeRefusesShortAdminPassword(t *testing.T) {
 	c := qt.New(t)
 	// Bounded: a serve that accepted the password would run until the context ends.
@@ -227,4 +228,11 @@ func TestServeRefusesShortAdminPassword(t *testing.T) {
 	c.Assert(err, qt.ErrorMatches, `.*: 10 characters; use at least 12.*`)
 	_, statErr := os.Stat(dbPath)
 	c.Assert(os.IsNotExist(statErr), qt.IsTrue, qt.Commentf("serve created the database before refusing"))
+
+	// A program that runs Main itself gets the same rule from the dashboard's login setup.
+	m := &Main{DBPath: dbPath, HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", AdminPassword: "hunter2"}
+	if err = m.Run(ctx); err == nil {
+		m.Close()
+	}
+	c.Assert(err, qt.ErrorMatches, `.*operator password: 7 characters; use at least 12.*`)
 }

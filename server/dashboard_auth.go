@@ -7,11 +7,13 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -39,6 +41,20 @@ const (
 	bcryptCost = bcrypt.DefaultCost
 )
 
+// MinOperatorPassword is the fewest characters a chosen dashboard password may have: the
+// dashboard releases quarantined mail and sits on the API's port, so a short password is
+// guessed. A generated one has 24.
+const MinOperatorPassword = 12
+
+// CheckOperatorPassword refuses a chosen password shorter than MinOperatorPassword. The
+// error names the length, never the password.
+func CheckOperatorPassword(password string) error {
+	if n := utf8.RuneCountInString(password); n < MinOperatorPassword {
+		return fmt.Errorf("%d characters; use at least %d, or none to have one generated", n, MinOperatorPassword)
+	}
+	return nil
+}
+
 // passwordKey is what bcrypt hashes: the SHA-256 of the password, so that passwords
 // longer than bcrypt's 72 bytes are not cut short.
 func passwordKey(password string) []byte {
@@ -59,6 +75,9 @@ func EnsureOperatorPassword(ctx context.Context, store *db.Store, password strin
 	generated := ""
 	switch {
 	case password != "":
+		if err := CheckOperatorPassword(password); err != nil {
+			return "", fmt.Errorf("operator password: %w", err)
+		}
 		if stored != nil && bcrypt.CompareHashAndPassword(stored, passwordKey(password)) == nil {
 			return "", nil // unchanged
 		}
