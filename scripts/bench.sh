@@ -10,6 +10,8 @@
 #                  data set generation
 #   --wait-load X  first wait until the 1-minute load average is below X
 #   --keep         keep the working directory (database, server log)
+# GOGC, GOMEMLIMIT and GOMAXPROCS in the environment apply to the server it starts; the
+# load generator keeps Go's defaults (benchkit.OwnRuntime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAGS='sqlite_omit_load_extension osusergo netgo'

@@ -4,6 +4,8 @@
 #   1. SMTP ingest of ~2 KB messages over 8 concurrent connections, and
 #   2. 1,000 API sends to a local inbox until every one is delivered.
 # Extra arguments go to the benchmark program, e.g. -n 50000 -conns 16 -keep.
+# GOGC, GOMEMLIMIT and GOMAXPROCS in the environment apply to the server it starts; the
+# load generator keeps Go's defaults (benchkit.OwnRuntime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAGS='sqlite_omit_load_extension osusergo netgo'

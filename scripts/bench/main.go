@@ -45,6 +45,7 @@ type options struct {
 }
 
 func main() {
+	benchkit.OwnRuntime() // the environment's GOGC, GOMEMLIMIT, GOMAXPROCS are the server's
 	var o options
 	flag.StringVar(&o.bin, "bin", "", "inboxd binary to measure (required)")
 	flag.BoolVar(&o.quick, "quick", false, "small data set and short runs: a smoke test that every operation answers")

@@ -33,6 +33,7 @@ import (
 )
 
 func main() {
+	benchkit.OwnRuntime() // the environment's GOGC, GOMEMLIMIT, GOMAXPROCS are the server's
 	var o options
 	flag.StringVar(&o.bin, "bin", "", "inboxd binary to start (required)")
 	flag.IntVar(&o.n, "n", 20000, "messages to send over SMTP")

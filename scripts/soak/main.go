@@ -52,6 +52,7 @@ const (
 )
 
 func main() {
+	benchkit.OwnRuntime() // the environment's GOGC, GOMEMLIMIT, GOMAXPROCS are the server's
 	bin := flag.String("bin", "", "inboxd binary to start (required)")
 	minutes := flag.Float64("minutes", 10, "how long the traffic runs")
 	apiClients := flag.Int("api-clients", 8, "concurrent API clients")
