@@ -18,14 +18,13 @@ import (
 // the limit it took four times as long.
 //
 // The limit sets the resident memory's peak under load: scripts/bench.sh peaked at 238 MB
-// of VmRSS with 160 MiB (four runs), 206 MB with 128 (three) and 192 MB with 112. What it
-// costs is collections while a batch of the index is built (~45 MB of live heap on top of
-// ~15 at rest); with the limit on the server alone, SMTP ingest on the benchmark's
-// 200,000-message database took 876 us of server CPU a message with 160 MiB and 872 with
-// 112 (three runs each in turns; runs of one setting differ by up to 15% on this machine).
-// Earlier sessions measured the lower limits as 7-10% slower, but their GOMEMLIMIT applied
-// to the load generator too, whose heap is 150-190 MB while it drives the ingest
-// (benchkit.OwnRuntime; BENCHMARKS.md, thirteenth session).
+// of VmRSS with 160 MiB (four runs), 206 MB with 128 (three) and 192-194 MB with 112. What
+// it costs is collections while the indexer builds a batch (search.Options.BatchSize):
+// during the bench's SMTP ingest the collector took 3.7% of the server's CPU at 112 MiB
+// with batches of 1,000 rows, 8.8% with 2,000, and 2.1% at 160 MiB with 2,000 (CPU
+// profiles). Earlier sessions measured lower limits as 7-10% slower ingest, but their
+// GOMEMLIMIT applied to the load generator too, whose heap is 150-190 MB while it drives
+// the ingest (benchkit.OwnRuntime; BENCHMARKS.md, thirteenth session).
 const (
 	defaultGCPercent   = 400
 	defaultMemoryLimit = 112 << 20

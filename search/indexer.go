@@ -43,11 +43,14 @@ type Source interface {
 
 // Options tunes an Indexer; zero values take the defaults.
 type Options struct {
-	// BatchSize is the most queue rows one batch applies (default 2000; fewer when their
-	// documents hold more than docBudget of text). Larger segments cost less to build and
-	// merge, and hold more memory while they are built: on SMTP ingest of realistic mail,
-	// 1000 rows took ~1,275 us of server CPU a message with RssAnon peaking at ~150 MB,
-	// 2000 ~1,210 us and ~175 MB, 4000 ~1,190 us and ~200 MB.
+	// BatchSize is the most queue rows one batch applies (default 1000; fewer when their
+	// documents hold more than docBudget of text). A batch's documents and segment build
+	// are most of the live heap while mail arrives: ~45 MB for 2,000 rows of 2 KB mail,
+	// on top of ~25 at rest, which under the runtime's 112 MiB soft limit (gc.go) had the
+	// collector's mark workers take 7.2% of the server's CPU during the bench's SMTP ingest
+	// (160 MiB: 1.7%). With 1,000 rows they took 3.4%, and building and merging segments
+	// cost the same share as with 2,000 (12.3% and 10.7%; BENCHMARKS.md, thirteenth
+	// session). Earlier, with zapx's builder, 1000 rows cost ~5% more CPU than 2000.
 	BatchSize int
 	// Poll is how often the queue is checked without a wake-up (default 1s). A search
 	// matches what was committed to its inbox before it and is not indexed yet itself
@@ -91,7 +94,7 @@ type Indexer struct {
 // NewIndexer returns an indexer of the index directory path, fed from src.
 func NewIndexer(path string, src Source, opt Options) *Indexer {
 	if opt.BatchSize <= 0 {
-		opt.BatchSize = 2000
+		opt.BatchSize = 1000
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = time.Second
