@@ -18,7 +18,7 @@ import (
 // the limit it took four times as long.
 //
 // The limit sets the resident memory's peak under load: scripts/bench.sh peaked at 238 MB
-// of VmRSS with 160 MiB (four runs), 206 MB with 128 (three) and 192-194 MB with 112. What
+// of VmRSS with 160 MiB (four runs), 206 MB with 128 (three) and 192-196 MB with 112. What
 // it costs is collections while the indexer builds a batch (search.Options.BatchSize):
 // during the bench's SMTP ingest the collector took 3.7% of the server's CPU at 112 MiB
 // with batches of 1,000 rows, 8.8% with 2,000, and 2.1% at 160 MiB with 2,000 (CPU

@@ -202,9 +202,10 @@ const designNotes = `### What the design does for these figures
   documents are read from its id dictionary (~15 bytes a document) rather than its stored
   values, which hold each message's pair filter too (~575 bytes); on this data set that
   took the resident memory right after a start from 188 to 65 MB. The Go runtime collects
-  at GOGC 400 under a 112 MiB soft limit (gc.go); segment builders are not kept between
-  segments, so their buffers are not live heap between batches, and the writer's SQLite
-  page cache is 8 MB.
+  at GOGC 400 under a 112 MiB soft limit (gc.go); the indexer applies at most 1,000 rows
+  a batch, whose build is most of the live heap while mail arrives; segment builders are
+  not kept between segments, so their buffers are not live heap between batches, and the
+  writer's SQLite page cache is 8 MB.
 `
 
 func firstLoad(avg string) float64 {
