@@ -45,12 +45,12 @@ type Source interface {
 type Options struct {
 	// BatchSize is the most queue rows one batch applies (default 1000; fewer when their
 	// documents hold more than docBudget of text). A batch's documents and segment build
-	// are most of the live heap while mail arrives: ~45 MB for 2,000 rows of 2 KB mail,
-	// on top of ~25 at rest, which under the runtime's 112 MiB soft limit (gc.go) had the
-	// collector's mark workers take 7.2% of the server's CPU during the bench's SMTP ingest
-	// (160 MiB: 1.7%). With 1,000 rows they took 3.4%, and building and merging segments
-	// cost the same share as with 2,000 (12.3% and 10.7%; BENCHMARKS.md, thirteenth
-	// session). Earlier, with zapx's builder, 1000 rows cost ~5% more CPU than 2000.
+	// are most of the live heap while mail arrives (~45 MB for 2,000 rows of 2 KB mail, on
+	// top of ~25 at rest), so under the runtime's soft limit the batch sets how often the
+	// collector runs: what that costs at each size is in gc.go. Building and merging
+	// segments took the same share of the ingest's CPU with 1,000 rows as with 2,000
+	// (12.3% and 10.7%; BENCHMARKS.md, thirteenth session); earlier, with zapx's builder,
+	// 1000 rows cost ~5% more CPU than 2000.
 	BatchSize int
 	// Poll is how often the queue is checked without a wake-up (default 1s). A search
 	// matches what was committed to its inbox before it and is not indexed yet itself

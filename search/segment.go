@@ -138,8 +138,8 @@ var lastBuild struct {
 // build, with a quarter more: a buffer that runs out is copied into one twice its size.
 // Postings, frequencies, locations and bytes grow with the documents; distinct terms grow
 // more slowly, so they are scaled down for fewer documents and not up for more (a batch
-// of one message after an idle spell would otherwise size the next 2,000 for 2,000 times
-// its terms).
+// of one message after an idle spell would otherwise size the next full batch for a
+// thousand times its terms).
 func (b *segBuilder) sizeFor(n int) {
 	lastBuild.Lock()
 	last := lastBuild.buildSizes
