@@ -74,7 +74,10 @@ func (p *segPlugin) MergeUsing(segs []segment.Segment, drops []*roaring.Bitmap, 
 	if stats == nil {
 		stats = new(segment.Stats)
 	}
-	nums, n, err := mergeSegments(segs, drops, path, closeCh, s)
+	var nums [][]uint64
+	var n uint64
+	var err error
+	niced(mergeNice, func() { nums, n, err = mergeSegments(segs, drops, path, closeCh, s) })
 	if errors.Is(err, errSegmentUnsupported) {
 		return p.ZapPlugin.MergeUsing(segs, drops, path, closeCh, s, config)
 	}

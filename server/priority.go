@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/search"
 )
 
 // While mail is being received, searches run on OS threads of lower CPU priority than
@@ -53,7 +54,7 @@ var searchThreads = sync.OnceValue(func() *lowPriority {
 
 func (p *lowPriority) work(started chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread keeps its niceness for good
-	started <- lowerThreadPriority(searchNice)
+	started <- search.LowerThreadPriority(searchNice)
 	for job := range p.jobs {
 		job()
 	}

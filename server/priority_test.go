@@ -16,7 +16,7 @@ import (
 )
 
 // threadNice reads the calling thread's niceness from /proc (field 19 of its stat line),
-// independently of the getpriority convention lowerThreadPriority works with.
+// independently of the getpriority convention search.LowerThreadPriority works with.
 func threadNice(t *testing.T) int {
 	b, err := os.ReadFile("/proc/thread-self/stat")
 	if err != nil {

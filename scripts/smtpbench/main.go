@@ -1,12 +1,15 @@
 // Command smtpbench measures inboxd's mail throughput end to end: SMTP ingest of small
 // messages (English-like text from benchkit's company mail, as scripts/bench sends) over
-// concurrent connections, and API sends to a local inbox until every one is delivered. It starts the binary it is given on a fresh database in a temporary
-// directory, with its defaults: parsing, protection (SPF, DKIM and DMARC against a local
+// concurrent connections, and API sends to a local inbox until every one is delivered.
+// It starts the binary it is given on a fresh database in a temporary directory, with its
+// defaults: parsing, protection (SPF, DKIM and DMARC against a local
 // fake DNS, spam rules, antivirus), threading, the search index queue and the triage queue
 // are all on. It creates the inboxes it needs through the API, runs both measurements and
 // stops the server. With -from it starts from a copy of an existing database and index
 // instead (the directory scripts/bench.sh --keep leaves), to see what a large mailbox
-// store changes.
+// store changes. With -search-loop the SMTP ingest runs a second time beside a client
+// searching in a loop, the measurement of scripts/bench's second ingest, in a minute
+// rather than the whole bench's five.
 //
 //	go build -tags '...' -o /tmp/inboxd . && go run ./scripts/smtpbench -bin /tmp/inboxd
 //
@@ -21,10 +24,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +51,7 @@ func main() {
 	extra := flag.String("server-args", "", "extra arguments for inboxd serve, space separated (e.g. \"--triage off\"), to see what a part costs")
 	flag.StringVar(&o.from, "from", "", "start from a copy of this directory's bench.db and bench.db.index (scripts/bench.sh --keep leaves one) instead of an empty database")
 	flag.StringVar(&o.fromAccount, "from-account", "bench", "with -from: the account whose key the benchmark makes and whose inboxes it creates")
+	flag.BoolVar(&o.searchLoop, "search-loop", false, "after the SMTP run, send as many messages again while one client searches the recipient inboxes in a loop")
 	flag.Parse()
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "smtpbench: -bin is required")
@@ -62,7 +68,7 @@ type options struct {
 	bin                                      string
 	extra                                    []string
 	n, conns, size, inboxes, sends, sendConc int
-	keep                                     bool
+	keep, searchLoop                         bool
 	from, fromAccount                        string
 }
 
@@ -129,8 +135,13 @@ func run(o options) error {
 		rcpts = append(rcpts, addr)
 	}
 	if o.n > 0 {
-		if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size); err != nil {
+		if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size, false); err != nil {
 			return err
+		}
+		if o.searchLoop {
+			if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size, true); err != nil {
+				return err
+			}
 		}
 	}
 	if o.sends > 0 {
@@ -224,13 +235,23 @@ func message(i, size int, rcpt string, c *benchkit.Corpus) []byte {
 	return b.Bytes()
 }
 
-func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, n, conns, size int) error {
+// benchSMTP sends n messages over SMTP and reports the rate; with searching, one client
+// searches the recipient inboxes in a loop meanwhile, as scripts/bench does beside its
+// second ingest.
+func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, n, conns, size int, searching bool) error {
 	msgs := make([][]byte, n)
 	to := make([]string, n)
 	corpus := benchkit.CompanyMail(1)
+	if searching {
+		corpus = benchkit.CompanyMail(2) // other messages than the first run's
+	}
 	for i := range n {
 		to[i] = rcpts[i%len(rcpts)]
 		msgs[i] = message(i, size, to[i], corpus)
+	}
+	var stopSearches func() (string, error)
+	if searching {
+		stopSearches = startSearchLoop(ctx, srv.api, rcpts)
 	}
 	pid := srv.cmd.Process.Pid
 	before, err := benchkit.UsageOf(pid)
@@ -238,11 +259,24 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 		return err
 	}
 	res, err := benchkit.Ingest(srv.smtp, msgs, to, conns, 0)
+	searches, serr := "", error(nil)
+	if searching {
+		searches, serr = stopSearches()
+	}
 	if err != nil {
 		return err
 	}
+	if serr != nil {
+		return serr
+	}
+	if searching {
+		fmt.Print("Beside a search loop, ")
+	}
 	fmt.Printf("SMTP ingest: %d messages of ~%d bytes over %d pipelined connections in %.2f s = %.0f messages/s (latency p50 %.1f ms, p99 %.1f ms)\n",
 		res.N, size, conns, res.Elapsed.Seconds(), res.Rate(), benchkit.Ms(res.P50), benchkit.Ms(res.P99))
+	if searches != "" {
+		fmt.Println("  " + searches)
+	}
 	// The work behind the acknowledgements (indexing, triage) counts too.
 	if err := benchkit.Drain(ctx, dbPath, 5*time.Minute); err != nil {
 		return err
@@ -259,21 +293,57 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 
 func benchSends(ctx context.Context, api *benchkit.API, sends, conc int) error {
 	// The send limit is 250 per inbox in 24 h, so the sends come from several inboxes.
+	// They are named apart from scripts/bench's, whose database -from may start from
+	// with its senders' limits used up.
 	var senders []string
 	for i := range (sends + 199) / 200 {
-		if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("sender%d", i)}, nil); err != nil {
+		if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("sends-from%d", i)}, nil); err != nil {
 			return err
 		}
-		senders = append(senders, fmt.Sprintf("sender%d@inboxd.test", i))
+		senders = append(senders, fmt.Sprintf("sends-from%d@inboxd.test", i))
 	}
-	if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": "target"}, nil); err != nil {
+	if err := api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": "sends-to"}, nil); err != nil {
 		return err
 	}
-	res, err := api.Sends(ctx, senders, "target@inboxd.test", "Hello from the benchmark. "+strings.Repeat("Some more words. ", 20), sends, conc)
+	res, err := api.Sends(ctx, senders, "sends-to@inboxd.test", "Hello from the benchmark. "+strings.Repeat("Some more words. ", 20), sends, conc)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("API sends to a local inbox: %d sends (%d concurrent) accepted in %.2f s, all delivered into the inbox after %.2f s\n",
 		sends, conc, res.Accepted.Seconds(), res.Delivered.Seconds())
 	return nil
+}
+
+// startSearchLoop starts one client searching the inboxes in turn, one request at a time,
+// for words of the messages' vocabulary; stop ends the loop and describes it.
+func startSearchLoop(ctx context.Context, api *benchkit.API, inboxes []string) (stop func() (string, error)) {
+	corpus := benchkit.CompanyMail(3)
+	done, finished := make(chan struct{}), make(chan struct{})
+	var lats []time.Duration
+	var failed error
+	go func() {
+		defer close(finished)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			p := benchkit.InboxPath(inboxes[i%len(inboxes)]) + "/messages/search?query=" + url.QueryEscape(corpus.MidWord())
+			t := time.Now()
+			if failed = api.Do(ctx, "GET", p, nil, nil); failed != nil {
+				return
+			}
+			lats = append(lats, time.Since(t))
+		}
+	}()
+	return func() (string, error) {
+		close(done)
+		<-finished
+		if failed != nil {
+			return "", fmt.Errorf("search loop: %w", failed)
+		}
+		slices.Sort(lats)
+		return fmt.Sprintf("%d searches beside it (p50 %.1f ms, p99 %.1f ms)", len(lats), benchkit.Ms(benchkit.Pct(lats, 50)), benchkit.Ms(benchkit.Pct(lats, 99))), nil
+	}
 }

@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,9 +20,11 @@ type SendResult struct {
 // Sends posts n API sends of text (conc at a time) from the sender inboxes in turn to the
 // local inbox target, then polls target until it lists every one. The sends come from
 // several inboxes because an inbox may send only 250 messages a day. Every send has its
-// own idempotency key, so none is taken for a retry of another.
+// own idempotency key, so none is taken for a retry of another; the keys of each call are
+// new, so a database that kept an earlier run's sends (smtpbench -from) refuses none.
 func (a *API) Sends(ctx context.Context, senders []string, target, text string, n, conc int) (SendResult, error) {
 	res := SendResult{N: n, Conc: conc}
+	run := rand.Text()
 	var (
 		mu   sync.Mutex
 		lats []time.Duration
@@ -43,7 +46,7 @@ func (a *API) Sends(ctx context.Context, senders []string, target, text string, 
 					return
 				}
 				body := map[string]any{"to": []string{target}, "subject": fmt.Sprintf("Bench %d", i),
-					"text": text, "idempotencyKey": fmt.Sprintf("bench-%d", i)}
+					"text": text, "idempotencyKey": fmt.Sprintf("bench-%s-%d", run, i)}
 				t := time.Now()
 				err := a.Do(ctx, "POST", InboxPath(senders[i%len(senders)])+"/messages/send", body, nil)
 				mu.Lock()
