@@ -168,17 +168,28 @@ func readBody(r *http.Request) ([]byte, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), nil
 	}
-	if !jsonContentType(r) {
-		return nil, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")
+	if err := plainJSON(r); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
 
-// jsonContentType reports whether the request says its body is JSON (parameters such as
-// charset allowed).
-func jsonContentType(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/json"
+// plainJSON checks that the request says its body is JSON (parameters such as charset
+// allowed) and sent without a content coding. A gzip body would otherwise reach the
+// validator as bytes that are not UTF-8, a 400 that hides the cause; a coding the server
+// does not take is a 415 (RFC 7694).
+func plainJSON(r *http.Request) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")
+	}
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return db.Errorf(db.ECodeUnsupportedMedia, "Content-Encoding %s is not accepted: send the body uncompressed", c)
+			}
+		}
+	}
+	return nil
 }
 
 // mergeIdempotencyHeader lets the Idempotency-Key header stand in for the body field. When

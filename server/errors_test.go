@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"log/slog"
 	"net/http"
@@ -45,6 +47,15 @@ func TestRequestSyntaxErrors(t *testing.T) {
 	r := e.do("POST", "/v1/inboxes", e.full, `{"username":"x"}`, "Content-Type", "text/plain")
 	qt.Assert(t, r.status, qt.Equals, http.StatusUnsupportedMediaType)
 	qt.Assert(t, r.errCode(t), qt.Equals, "invalid_request")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"username":"x"}`))
+	zw.Close()
+	r = e.do("POST", "/v1/inboxes", e.full, gz.String(), "Content-Encoding", "gzip")
+	qt.Assert(t, r.status, qt.Equals, http.StatusUnsupportedMediaType)
+	qt.Assert(t, r.errCode(t), qt.Equals, "invalid_request")
+	qt.Assert(t, string(r.body), qt.Contains, "Content-Encoding gzip is not accepted")
+	e.ok("createInbox", "POST", "/v1/inboxes", e.full, `{"username":"identity"}`, "Content-Encoding", "identity")
 	big := `{"username":"` + strings.Repeat("a", 6<<20) + `"}`
 	e.fails(413, "payload_too_large", "POST", "/v1/inboxes", e.full, big)
 	e.fails(400, "invalid_request", "POST", "/v1/inboxes?x=1", e.full, map[string]any{"username": "x"})

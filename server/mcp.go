@@ -102,8 +102,8 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, db.Errorf(db.ECodeInvalidRequest, "request body could not be read"), h.s.log)
 		return
 	}
-	if !jsonContentType(r) {
-		writeError(w, db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json"), h.s.log)
+	if err := plainJSON(r); err != nil {
+		writeError(w, err, h.s.log)
 		return
 	}
 	if code, msg := jsonRPCProblem(body); code != 0 {

@@ -589,6 +589,9 @@ func TestMCPMalformedRequestsGetJSONErrors(t *testing.T) {
 	r := e.mcpPost(e.full, toolsList, "Content-Type", "text/plain")
 	c.Assert(r.status, qt.Equals, 415)
 	c.Assert(r.json(t)["error"].(map[string]any)["code"], qt.Equals, "invalid_request")
+	r = e.mcpPost(e.full, toolsList, "Content-Encoding", "br")
+	c.Assert(r.status, qt.Equals, 415)
+	c.Assert(r.json(t)["error"].(map[string]any)["code"], qt.Equals, "invalid_request")
 	// Well-formed messages still reach the server.
 	c.Assert(e.mcpPost(e.full, toolsList).status, qt.Equals, 200)
 	c.Assert(e.mcpPost(e.full, `{"jsonrpc":"2.0","id":"s","method":"tools/list"}`).status, qt.Equals, 200)
