@@ -187,7 +187,8 @@ const designNotes = `### What the design does for these figures
   index never merges a segment past 100,000 documents, so arriving mail never makes it
   rewrite the whole index. While mail is being received, searches run on threads niced by 10
   (server/priority.go): the work of delivering it gets the cores first, so the ingest
-  beside the search loop loses less; those searches take longer.
+  beside the search loop loses less; those searches take longer. Merges always run on a
+  niced thread of their own (search/segment_merge_nice.go): they are background work.
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while it stays mapped.
   Every second the index drops its mapped pages (search/segment_release.go; they stay
