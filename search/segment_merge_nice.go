@@ -20,14 +20,22 @@ const mergeNice = 10
 
 // niced runs f on a thread of its own whose priority is lowered by nice, and waits for it.
 // Where the priority cannot be lowered (not Linux) f runs all the same, at normal priority.
+// A panic in f is raised again in the caller: scorch's merger recovers its panics and
+// reports them as the index's asynchronous errors, and one on another goroutine would end
+// the process instead.
 func niced(nice int, f func()) {
+	var panicked any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() { panicked = recover() }()
 		// Never unlocked: the thread ends with this goroutine, and its niceness with it.
 		runtime.LockOSThread()
 		_ = LowerThreadPriority(nice)
 		f()
 	}()
 	<-done
+	if panicked != nil {
+		panic(panicked)
+	}
 }
