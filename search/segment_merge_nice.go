@@ -1,6 +1,9 @@
 package search
 
-import "runtime"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // mergeNice is how much lower than the rest of the process merges run (on Linux: the
 // niceness of their threads). Merging segments is background work; what arriving mail
@@ -18,6 +21,9 @@ import "runtime"
 // up.
 const mergeNice = 10
 
+// nicedRuns counts the functions niced ran (tests check merges go through it).
+var nicedRuns atomic.Uint64
+
 // niced runs f on a thread of its own whose priority is lowered by nice, and waits for it.
 // Where the priority cannot be lowered (not Linux) f runs all the same, at normal priority.
 // A panic in f is raised again in the caller: scorch's merger recovers its panics and
@@ -32,6 +38,7 @@ func niced(nice int, f func()) {
 		// Never unlocked: the thread ends with this goroutine, and its niceness with it.
 		runtime.LockOSThread()
 		_ = LowerThreadPriority(nice)
+		nicedRuns.Add(1)
 		f()
 	}()
 	<-done

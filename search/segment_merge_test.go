@@ -198,9 +198,11 @@ func TestMergeCancelled(t *testing.T) {
 	qt.Assert(t, err, qt.Equals, segment.ErrClosed)
 	_, err = os.Stat(path)
 	qt.Assert(t, os.IsNotExist(err), qt.IsTrue)
-	// Through the plugin.
+	// Through the plugin, on a niced thread (segment_merge_nice.go).
+	before := nicedRuns.Load()
 	_, _, err = (&segPlugin{}).Merge(segs, make([]*roaring.Bitmap, 2), path, closed, nil)
 	qt.Assert(t, err, qt.Equals, segment.ErrClosed)
+	qt.Assert(t, nicedRuns.Load(), qt.Equals, before+1)
 }
 
 // Segments the merger does not handle are refused, and the plugin merges them with zapx.
@@ -221,10 +223,11 @@ func TestMergeRefusesOthers(t *testing.T) {
 	qt.Assert(t, os.IsNotExist(err), qt.IsTrue)
 	wantNums, _, err := (&zap.ZapPlugin{}).Merge(segs, make([]*roaring.Bitmap, 2), filepath.Join(dir, "zapx.zap"), nil, nil)
 	qt.Assert(t, err, qt.IsNil)
-	before := segmentsMerged.Load()
+	before, niced := segmentsMerged.Load(), nicedRuns.Load()
 	gotNums, _, err := (&segPlugin{}).Merge(segs, make([]*roaring.Bitmap, 2), filepath.Join(dir, "ours.zap"), nil, nil)
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, segmentsMerged.Load(), qt.Equals, before)
+	qt.Assert(t, nicedRuns.Load(), qt.Equals, niced+2) // ours refusing, then zapx's, both niced
 	qt.Assert(t, gotNums, qt.DeepEquals, wantNums)
 	want, err := os.ReadFile(filepath.Join(dir, "zapx.zap"))
 	qt.Assert(t, err, qt.IsNil)

@@ -79,7 +79,8 @@ func (p *segPlugin) MergeUsing(segs []segment.Segment, drops []*roaring.Bitmap, 
 	var err error
 	niced(mergeNice, func() { nums, n, err = mergeSegments(segs, drops, path, closeCh, s) })
 	if errors.Is(err, errSegmentUnsupported) {
-		return p.ZapPlugin.MergeUsing(segs, drops, path, closeCh, s, config)
+		niced(mergeNice, func() { nums, n, err = p.ZapPlugin.MergeUsing(segs, drops, path, closeCh, s, config) })
+		return nums, n, err
 	}
 	// The counts zapx keeps of its merges.
 	atomic.AddUint64(&stats.TotMergesBeg, 1)
