@@ -23,9 +23,12 @@ func newClient(base, key string) *client {
 }
 
 // operation is one API call the load generator repeats; path picks its target.
+// withNext marks the first of two operations the report compares (a list's first page
+// and its page 50): they are measured in turns (runInTurns).
 type operation struct {
-	name string
-	path func(rng *rand.Rand) string
+	name     string
+	path     func(rng *rand.Rand) string
+	withNext bool
 }
 
 type opResult struct {
@@ -49,6 +52,68 @@ func (r opResult) diskKBPerAnswer() float64 {
 
 // run keeps conc callers busy with op for warmup, then for d, and measures the second part.
 func (c *client) run(ctx context.Context, op operation, conc int, warmup, d time.Duration) opResult {
+	res, lats := c.measure(ctx, op, conc, warmup, d)
+	return res.withLatencies(lats)
+}
+
+// runInTurns measures two operations that are compared with each other (a list's first
+// page and its page 50) at the same concurrency, in turns: slices of d/turns in the order
+// a b b a a b ..., so that the machine's drift falls on both alike. Measured one after the
+// other in 3-second windows on the 2-CPU benchmark machine, the two pages (whose queries
+// cost the same) differed by up to a third either way at one client, and the comparison
+// allows 10% (BENCHMARKS.md, fifteenth session).
+// Each gets warmup once (in its first slice) and d in all. diskRead reads the server's
+// storage reads so far; each result gets those of its own slices.
+func (c *client) runInTurns(ctx context.Context, a, b operation, conc int, warmup, d time.Duration, turns int,
+	diskRead func() int64) (opResult, opResult) {
+	ops := [2]operation{a, b}
+	var res [2]opResult
+	var lats [2][]time.Duration
+	for t := range 2 * turns {
+		// Slices go a b, b a, a b, ...: the pair's order flips every turn.
+		i := t % 2
+		if (t/2)%2 == 1 {
+			i = 1 - i
+		}
+		w := time.Duration(0)
+		if t < 2 {
+			w = warmup
+		}
+		before := diskRead()
+		r, l := c.measure(ctx, ops[i], conc, w, d/time.Duration(turns))
+		r.diskRead = diskRead() - before
+		lats[i] = append(lats[i], l...)
+		res[i] = res[i].add(r)
+	}
+	return res[0].withLatencies(lats[0]), res[1].withLatencies(lats[1])
+}
+
+// add sums two measurements of the same operation.
+func (r opResult) add(o opResult) opResult {
+	if r.op == "" {
+		return o
+	}
+	r.answered += o.answered
+	r.errors += o.errors
+	if r.firstErr == "" {
+		r.firstErr = o.firstErr
+	}
+	r.elapsed += o.elapsed
+	r.diskRead += o.diskRead
+	return r
+}
+
+// withLatencies sets the count and percentiles from a measurement's latencies.
+func (r opResult) withLatencies(lats []time.Duration) opResult {
+	slices.Sort(lats)
+	r.n = len(lats)
+	r.p50, r.p99 = benchkit.Pct(lats, 50), benchkit.Pct(lats, 99)
+	return r
+}
+
+// measure keeps conc callers busy with op for warmup, then for d, and returns what the
+// second part measured, with its latencies unsorted and the percentiles unset.
+func (c *client) measure(ctx context.Context, op operation, conc int, warmup, d time.Duration) (opResult, []time.Duration) {
 	var mu sync.Mutex
 	res := opResult{op: op.name, conc: conc}
 	var lats []time.Duration
@@ -104,10 +169,7 @@ func (c *client) run(ctx context.Context, op operation, conc int, warmup, d time
 	}
 	wg.Wait()
 	res.elapsed = time.Since(measureFrom)
-	slices.Sort(lats)
-	res.n = len(lats)
-	res.p50, res.p99 = benchkit.Pct(lats, 50), benchkit.Pct(lats, 99)
-	return res
+	return res, lats
 }
 
 // pageToken walks to page n (1-based) of a list and returns the token that fetches it.
@@ -156,19 +218,19 @@ func operations(ctx context.Context, c *client, ds *dataset) ([]operation, error
 	}
 	all := append([]*inboxData{ds.big}, ds.small...)
 	return []operation{
-		{"getMessage", func(r *rand.Rand) string {
+		{name: "getMessage", path: func(r *rand.Rand) string {
 			m := msgs[r.IntN(len(msgs))]
 			return m.inbox + "/messages/" + url.PathEscape(m.id)
 		}},
-		{"listMessages p1", func(*rand.Rand) string { return big + "/messages" }},
-		{"listMessages p50", func(*rand.Rand) string { return big + "/messages?pageToken=" + url.QueryEscape(msgTok) }},
-		{"listThreads p1", func(*rand.Rand) string { return big + "/threads" }},
-		{"listThreads p50", func(*rand.Rand) string { return big + "/threads?pageToken=" + url.QueryEscape(thrTok) }},
-		{"getThread", func(r *rand.Rand) string {
+		{name: "listMessages p1", path: func(*rand.Rand) string { return big + "/messages" }, withNext: true},
+		{name: "listMessages p50", path: func(*rand.Rand) string { return big + "/messages?pageToken=" + url.QueryEscape(msgTok) }},
+		{name: "listThreads p1", path: func(*rand.Rand) string { return big + "/threads" }, withNext: true},
+		{name: "listThreads p50", path: func(*rand.Rand) string { return big + "/threads?pageToken=" + url.QueryEscape(thrTok) }},
+		{name: "getThread", path: func(r *rand.Rand) string {
 			t := threads[r.IntN(len(threads))]
 			return t.inbox + "/threads/" + url.PathEscape(t.id)
 		}},
-		{"search", func(r *rand.Rand) string {
+		{name: "search", path: func(r *rand.Rand) string {
 			in := ds.big
 			if r.IntN(2) == 0 {
 				in = all[1+r.IntN(len(all)-1)]

@@ -210,20 +210,39 @@ func run(ctx context.Context, o options) error {
 	}
 	srv.sampling(true)
 	profileWait := srv.profile(ctx, profilePath(o.profile, "cpu-reads.pprof"), time.Duration(len(ops)*len(r.levels))*(sc.opDuration+sc.warmup))
-	for _, op := range ops {
+	diskRead := func() int64 {
+		u, _ := benchkit.UsageOf(srv.cmd.Process.Pid)
+		return u.Read
+	}
+	for i := 0; i < len(ops); i++ {
+		op := ops[i]
+		paired := op.withNext && i+1 < len(ops)
+		var measured [2][]opResult // by operation of the pair, so that the report lists them so
 		for _, conc := range r.levels {
-			before, _ := benchkit.UsageOf(srv.cmd.Process.Pid)
-			res := c.run(ctx, op, conc, sc.warmup, sc.opDuration)
-			after, _ := benchkit.UsageOf(srv.cmd.Process.Pid)
-			res.diskRead = after.Read - before.Read
-			r.ops = append(r.ops, res)
-			logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  disk %5.1f KB/req  errors %d", op.name, conc, res.rps(), benchkit.Ms(res.p50), benchkit.Ms(res.p99), res.diskKBPerAnswer(), res.errors)
-			if res.errors > 0 {
-				logf("    first error: %s", res.firstErr)
+			var got []opResult
+			if paired {
+				a, z := c.runInTurns(ctx, op, ops[i+1], conc, sc.warmup, sc.opDuration, 3, diskRead)
+				got = []opResult{a, z}
+			} else {
+				before := diskRead()
+				res := c.run(ctx, op, conc, sc.warmup, sc.opDuration)
+				res.diskRead = diskRead() - before
+				got = []opResult{res}
+			}
+			for j, res := range got {
+				measured[j] = append(measured[j], res)
+				logf("  %-17s %2d clients: %7.0f req/s  p50 %6.2f ms  p99 %7.2f ms  disk %5.1f KB/req  errors %d", res.op, conc, res.rps(), benchkit.Ms(res.p50), benchkit.Ms(res.p99), res.diskKBPerAnswer(), res.errors)
+				if res.errors > 0 {
+					logf("    first error: %s", res.firstErr)
+				}
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+		}
+		r.ops = append(append(r.ops, measured[0]...), measured[1]...)
+		if paired {
+			i++
 		}
 	}
 	if err := profileWait(); err != nil {

@@ -127,9 +127,10 @@ func report(r *results, chart string) string {
 	w("| start to healthy <= 300 ms | %.0f ms (p50 of %d starts; all: %s) | %s |\n\n", benchkit.Ms(startP50), len(r.starts), durations(r.starts), mark(startP50 <= 300*time.Millisecond))
 
 	w("Every read operation at 1, 8 and 64 concurrent clients (%.1f s each after %.1f s of warm-up; list operations on\n", r.sc.opDuration.Seconds(), r.sc.warmup.Seconds())
-	w("the inbox of %d, page 50 through page tokens; getMessage and getThread on random messages and threads of all\n", r.sc.big)
-	w("inboxes; search for a mid-frequency word, half in the large inbox). \"disk KB/req\" is what the server read from\n")
-	w("storage per answer (`/proc/PID/io` read_bytes, warm-up included): the pages the page cache did not hold.\n\n")
+	w("the inbox of %d, page 50 through page tokens, the two pages measured in turns, three slices each; getMessage\n", r.sc.big)
+	w("and getThread on random messages and threads of all inboxes; search for a mid-frequency word, half in the large\n")
+	w("inbox). \"disk KB/req\" is what the server read from storage per answer (`/proc/PID/io` read_bytes, warm-up\n")
+	w("included): the pages the page cache did not hold.\n\n")
 	w("| operation | clients | req/s | p50 ms | p99 ms | disk KB/req | errors |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, op := range r.ops {
 		w("| %s | %d | %.0f | %.2f | %.2f | %.1f | %d |\n", op.op, op.conc, op.rps(), benchkit.Ms(op.p50), benchkit.Ms(op.p99), op.diskKBPerAnswer(), op.errors)
