@@ -69,14 +69,9 @@ func (c *client) runInTurns(ctx context.Context, a, b operation, conc int, warmu
 	ops := [2]operation{a, b}
 	var res [2]opResult
 	var lats [2][]time.Duration
-	for t := range 2 * turns {
-		// Slices go a b, b a, a b, ...: the pair's order flips every turn.
-		i := t % 2
-		if (t/2)%2 == 1 {
-			i = 1 - i
-		}
+	for t, i := range turnOrder(turns) {
 		w := time.Duration(0)
-		if t < 2 {
+		if t < 2 { // each operation's first slice: the order starts a b
 			w = warmup
 		}
 		before := diskRead()
@@ -86,6 +81,20 @@ func (c *client) runInTurns(ctx context.Context, a, b operation, conc int, warmu
 		res[i] = res[i].add(r)
 	}
 	return res[0].withLatencies(lats[0]), res[1].withLatencies(lats[1])
+}
+
+// turnOrder is the order of runInTurns' slices, by index into the pair: a b, b a, a b, ...
+// (the pair's order flips every turn), turns slices each.
+func turnOrder(turns int) []int {
+	order := make([]int, 0, 2*turns)
+	for t := range turns {
+		if t%2 == 0 {
+			order = append(order, 0, 1)
+		} else {
+			order = append(order, 1, 0)
+		}
+	}
+	return order
 }
 
 // add sums two measurements of the same operation.

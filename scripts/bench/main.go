@@ -217,7 +217,7 @@ func run(ctx context.Context, o options) error {
 	for i := 0; i < len(ops); i++ {
 		op := ops[i]
 		paired := op.withNext && i+1 < len(ops)
-		var measured [2][]opResult // by operation of the pair, so that the report lists them so
+		var measured [2][]opResult // per operation, so that the report lists each one's levels together
 		for _, conc := range r.levels {
 			var got []opResult
 			if paired {
