@@ -30,6 +30,9 @@ import (
 //	2: uvarint len(A), frame A of uvarint len(text) text, uvarint len(html) html; then frame B of raw
 //	3: one zstd frame of: uvarint off, uvarint len(html) html, raw; the text is raw[off:]
 //	   with CRLF and lone CR made LF (textFromRaw)
+//	4: one zstd frame of uvarint len(text) text, uvarint len(html) html; the raw bytes
+//	   are in raw_chunks (chunks.go), written since version 12 for every message whose
+//	   raw bytes are over splitAbove (layout 2 before)
 //
 // Readers that need the text (the search indexer, triage) unpack body in Go. (Version 6 of
 // the schema had a generated body_text column; SQLite computes a STRICT table's generated
@@ -40,6 +43,7 @@ const (
 	bodyZstd    = 1
 	bodySplit   = 2
 	bodyInRaw   = 3
+	bodyChunked = 4
 	splitAbove  = 64 << 10 // raw bytes past which they get a frame of their own
 	minCompress = 64       // smaller bodies are stored as they are
 )
@@ -211,6 +215,13 @@ func packBody(text, html string, raw []byte) []byte {
 	return enc.EncodeAll(plain, []byte{bodyZstd})
 }
 
+// packText returns the stored form of a message whose raw bytes go to raw_chunks.
+func packText(text, html string) []byte {
+	enc, _ := codec()
+	a := appendString(appendString(make([]byte, 0, len(text)+len(html)+12), text), html)
+	return enc.EncodeAll(a, []byte{bodyChunked})
+}
+
 // textInRaw reports whether text is the body of raw (what follows the blank line after
 // its header) with its line ends made LF, and where that body starts.
 func textInRaw(text string, raw []byte) (int, bool) {
@@ -270,7 +281,7 @@ func unpackBody(b []byte, wantRaw bool) (text, html string, raw []byte, err erro
 	switch b[0] {
 	case bodyPlain:
 		plain = b[1:]
-	case bodyZstd:
+	case bodyZstd, bodyChunked:
 		if plain, err = dec.DecodeAll(b[1:], nil); err != nil {
 			return "", "", nil, fmt.Errorf("%w: %v", errBody, err)
 		}

@@ -51,7 +51,11 @@ type NewMessage struct {
 	ProtectionDetail *ProtectionDetail
 
 	Delivery *Delivery
-	Raw      []byte
+	// Raw is the message's RFC 5322 bytes; Trace, when set, is header fields stored in
+	// front of them (the Received: field of the SMTP listener). Kept apart so that a large
+	// message is never copied whole to put a line in front of it.
+	Raw   []byte
+	Trace string
 }
 
 // NewAttachment is the content of one attachment to store.
@@ -111,10 +115,27 @@ func (n *NewMessage) quarantined() bool {
 // another inside the store's single writer.
 type packedMessage struct {
 	body, triage, protection, detail any
+	// rawChunked: the raw bytes are large and go to raw_chunks, compressed a chunk at a
+	// time while they are written, rather than into body (chunks.go).
+	rawChunked bool
+}
+
+// rawBytes is Trace and Raw in one slice (a copy only when there is a Trace).
+func (n *NewMessage) rawBytes() []byte {
+	if n.Trace == "" {
+		return n.Raw
+	}
+	b := make([]byte, 0, len(n.Trace)+len(n.Raw))
+	return append(append(b, n.Trace...), n.Raw...)
 }
 
 func (n *NewMessage) pack() *packedMessage {
-	p := &packedMessage{body: packBody(n.Text, n.HTML, n.Raw)}
+	p := &packedMessage{}
+	if len(n.Trace)+len(n.Raw) > splitAbove {
+		p.body, p.rawChunked = packText(n.Text, n.HTML), true
+	} else {
+		p.body = packBody(n.Text, n.HTML, n.rawBytes())
+	}
 	if n.Triage != nil {
 		p.triage = packJSON(jsonText(n.Triage))
 	}
@@ -192,11 +213,13 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage, p *packedMess
 	if err := saveProtectionDetail(ctx, tx, rowID, p.detail); err != nil {
 		return st, err
 	}
-	for i, a := range n.Attachments {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments(uuid, message_id, position, filename, content_type, size, content)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, newRowUUID(), rowID, i, a.Filename, a.ContentType, len(a.Content), a.Content); err != nil {
+	if p.rawChunked {
+		if err := insertRawChunks(ctx, tx, rowID, n.Trace, n.Raw); err != nil {
 			return st, err
 		}
+	}
+	if err := insertAttachments(ctx, tx, rowID, n.Attachments); err != nil {
+		return st, err
 	}
 	if err := settleThread(ctx, tx, threadRow, rowID, n); err != nil {
 		return st, err
@@ -210,6 +233,29 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *NewMessage, p *packedMess
 		return st, err
 	}
 	return Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: threadUUID}, nil
+}
+
+// insertAttachments stores the attachments of message row: inline up to chunkSize bytes,
+// in chunks above.
+func insertAttachments(ctx context.Context, tx *sql.Tx, messageRow int64, atts []NewAttachment) error {
+	for i, a := range atts {
+		content, chunked := a.Content, len(a.Content) > chunkSize
+		if chunked {
+			content = []byte{}
+		}
+		var row int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO attachments(uuid, message_id, position, filename, content_type, size, content, chunked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, newRowUUID(), messageRow, i, a.Filename, a.ContentType, len(a.Content),
+			content, chunked).Scan(&row); err != nil {
+			return err
+		}
+		if chunked {
+			if err := insertAttachmentChunks(ctx, tx, row, a.Content); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // chooseThread finds the thread of a new message (API-NOTES section 5), creating one when

@@ -146,7 +146,7 @@ func (s *Store) ClaimRelay(ctx context.Context) (*OutboundJob, error) {
 		if err != nil {
 			return err
 		}
-		if _, _, j.Raw, err = unpackBody(body, true); err != nil {
+		if j.Raw, err = loadRaw(ctx, tx, j.MessageRow, body, 0); err != nil {
 			return err
 		}
 		j.CreatedAt = fromMillis(created).Time

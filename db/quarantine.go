@@ -238,7 +238,11 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*ReviewMessage,
 				return err
 			}
 		}
-		text, html, raw, err := unpackBody(body, true)
+		text, html, _, err := unpackBody(body, false)
+		if err != nil {
+			return err
+		}
+		raw, err := loadRaw(ctx, tx, m.RowID, body, maxReviewHeader)
 		if err != nil {
 			return err
 		}

@@ -102,15 +102,17 @@ type OutboundJob struct {
 	MessageID  string
 	Recipient  string
 	Attempts   int
-	Raw        []byte
+	Raw        []byte    // the message, from ClaimRelay; ClaimOutbound leaves it nil (MessageRaw)
 	From       string    // the sending inbox's address: the envelope sender
 	CreatedAt  time.Time // when the send was committed
 }
 
-// ClaimOutbound returns up to limit jobs that are due.
+// ClaimOutbound returns up to limit jobs that are due, without their Raw bytes: a batch
+// routes many recipients, most of whom need no copy of the message, and the bytes of 500
+// large messages at once would be gigabytes (MessageRaw reads them one message at a time).
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, error) {
 	ctx = noCancel(ctx)
-	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts, m.body,
+	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts,
 		m.from_addr, o.created_at
 		FROM outbound o JOIN messages m ON m.id = o.message_id
 		WHERE o.state = 'ready' AND o.next_at <= ? ORDER BY o.next_at, o.id LIMIT ?`, millis(s.Now()), limit)
@@ -122,17 +124,34 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, er
 	for rows.Next() {
 		var j OutboundJob
 		var created int64
-		var body []byte
-		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &body, &j.From, &created); err != nil {
-			return nil, err
-		}
-		if _, _, j.Raw, err = unpackBody(body, true); err != nil {
+		if err := rows.Scan(&j.ID, &j.MessageRow, &j.InboxID, &j.MessageID, &j.Recipient, &j.Attempts, &j.From, &created); err != nil {
 			return nil, err
 		}
 		j.CreatedAt = fromMillis(created).Time
 		out = append(out, j)
 	}
 	return out, storageError(rows.Err())
+}
+
+// MessageRaw returns the raw RFC 5322 bytes of message row.
+//
+// Errors: not_found (the message was deleted).
+func (s *Store) MessageRaw(ctx context.Context, messageRow int64) ([]byte, error) {
+	ctx = noCancel(ctx)
+	var raw []byte
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var body []byte
+		err := tx.QueryRowContext(ctx, "SELECT body FROM messages WHERE id = ?", messageRow).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ECodeNotFound, "message not found")
+		}
+		if err != nil {
+			return err
+		}
+		raw, err = loadRaw(ctx, tx, messageRow, body, 0)
+		return err
+	})
+	return raw, err
 }
 
 // OutboundOutcome is what one delivery attempt found.

@@ -102,11 +102,6 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if err != nil {
 		return nil, err
 	}
-	raw := in.Data
-	if in.Trace != "" {
-		raw = make([]byte, 0, len(in.Trace)+len(in.Data))
-		raw = append(append(raw, in.Trace...), in.Data...)
-	}
 	now := s.Store.Now()
 	seen := map[int64]bool{}
 	msgs := make([]db.NewMessage, 0, len(in.Inboxes))
@@ -115,7 +110,8 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 			continue
 		}
 		seen[id] = true
-		m := s.received(p, raw, id, now, verdict)
+		m := s.received(p, in.Data, id, now, verdict)
+		m.Trace = in.Trace
 		msgs = append(msgs, m)
 	}
 	if len(msgs) == 0 {

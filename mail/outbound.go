@@ -82,18 +82,22 @@ func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, rela
 	if len(jobs) == 0 {
 		return false
 	}
-	r := router{s: s, ctx: ctx, domains: map[string]bool{}, parsed: map[int64]*Parsed{}}
+	r := router{s: s, ctx: ctx, domains: map[string]bool{}, messages: map[int64]*routed{}}
 	var done []db.OutboundJob
 	var outcomes []db.OutboundOutcome
 	var relay []int64
+	later := false
 	for _, j := range jobs {
-		o, toRelay := r.route(cfg, j)
-		if toRelay {
+		o, next := r.route(cfg, j)
+		switch next {
+		case toRelay:
 			relay = append(relay, j.ID)
-			continue
+		case nextPass:
+			later = true
+		default:
+			done = append(done, j)
+			outcomes = append(outcomes, o)
 		}
-		done = append(done, j)
-		outcomes = append(outcomes, o)
 	}
 	if err := s.Store.FinishOutboundBatch(ctx, done, outcomes); err != nil && ctx.Err() == nil {
 		// One bad outcome must not hold up the others: record them one by one.
@@ -113,21 +117,65 @@ func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, rela
 		default:
 		}
 	}
-	return len(jobs) == outboundBatch
+	return later || len(jobs) == outboundBatch
 }
 
-// router decides one dispatch pass; it caches domain lookups and parsed messages (one
-// message to several local recipients is parsed once).
+// outboundPassBytes bounds the raw bytes of the messages one dispatch pass delivers into
+// local inboxes: each is held, parsed and scanned until the pass commits, and a pass of
+// 500 recipients of 500 different large messages would hold gigabytes. A pass takes at
+// least one message whatever its size; the rest wait for the next pass, at once.
+const outboundPassBytes = 16 << 20
+
+// router decides one dispatch pass; it caches domain lookups and the messages it reads
+// (one message to several local recipients is read and parsed once).
 type router struct {
-	s       *Service
-	ctx     context.Context
-	domains map[string]bool
-	parsed  map[int64]*Parsed
+	s        *Service
+	ctx      context.Context
+	domains  map[string]bool
+	messages map[int64]*routed // by message row
+	bytes    int               // raw bytes of the messages read so far
 }
 
-// route returns the outcome of a job it can settle at once, or true when the job is for
-// the relay.
-func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome, bool) {
+// routed is a message a pass delivers locally.
+type routed struct {
+	raw    []byte
+	parsed *Parsed
+}
+
+// What becomes of a job after route.
+type routeNext int
+
+const (
+	settled  routeNext = iota // the outcome is recorded with the pass
+	toRelay                   // the row goes to the relay workers
+	nextPass                  // left as it is for the next pass (outboundPassBytes)
+)
+
+// message reads and parses job j's message, once per pass; it reports false when the
+// pass has read all the bytes it may.
+func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
+	if m, ok := r.messages[j.MessageRow]; ok {
+		return m, true, nil
+	}
+	if r.bytes >= outboundPassBytes {
+		return nil, false, nil
+	}
+	raw, err := r.s.Store.MessageRaw(r.ctx, j.MessageRow)
+	if err != nil {
+		return nil, true, err
+	}
+	r.bytes += len(raw)
+	p, err := Parse(raw)
+	if err != nil {
+		p = nil // not deliverable, but read: the bounce is recorded with the pass
+	}
+	m := &routed{raw: raw, parsed: p}
+	r.messages[j.MessageRow] = m
+	return m, true, nil
+}
+
+// route returns the outcome of a job it can settle at once, or what else becomes of it.
+func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome, routeNext) {
 	s := r.s
 	now := s.Store.Now()
 	domain := strings.ToLower(j.Recipient[strings.LastIndexByte(j.Recipient, '@')+1:])
@@ -136,47 +184,48 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 		var err error
 		local, err = s.localDomain(r.ctx, domain)
 		if err != nil {
-			return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), false
+			return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), settled
 		}
 		r.domains[domain] = local
 	}
 	if !local {
 		if cfg.Transport != nil {
-			return db.OutboundOutcome{}, true
+			return db.OutboundOutcome{}, toRelay
 		}
 		return db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderSink,
 			SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(),
-			DeliveryTimeMs: deliveryTime(j, now)}}, false
+			DeliveryTimeMs: deliveryTime(j, now)}}, settled
 	}
 	inbox, err := s.Store.LocalInbox(r.ctx, j.Recipient)
 	switch {
 	case db.IsCode(err, db.ECodeNotFound):
-		return localBounce("550", "5.1.1", "unknown recipient"), false
+		return localBounce("550", "5.1.1", "unknown recipient"), settled
 	case err != nil:
-		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), false
+		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), settled
 	case inbox.Retired:
-		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), false
+		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), settled
 	case inbox.DeliveryStatus != db.DeliveryReady:
-		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), false
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), settled
 	}
-	p, ok := r.parsed[j.MessageRow]
-	if !ok {
-		p, err = Parse(j.Raw)
-		if err != nil {
-			return localBounce("554", "5.6.0", "message could not be parsed"), false
-		}
-		r.parsed[j.MessageRow] = p
+	m, ok, err := r.message(j)
+	switch {
+	case !ok:
+		return db.OutboundOutcome{}, nextPass
+	case err != nil:
+		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary failure reading the message"}), settled
+	case m.parsed == nil:
+		return localBounce("554", "5.6.0", "message could not be parsed"), settled
 	}
-	verdict, err := s.scan(r.ctx, p, j.Raw, Origin{Internal: true})
+	verdict, err := s.scan(r.ctx, m.parsed, m.raw, Origin{Internal: true})
 	if err != nil {
-		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + err.Error()}), false
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + err.Error()}), settled
 	}
-	msg := s.received(p, j.Raw, inbox.ID, now, verdict)
+	msg := s.received(m.parsed, m.raw, inbox.ID, now, verdict)
 	return db.OutboundOutcome{
 		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
 			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},
 		Local: &msg,
-	}, false
+	}, settled
 }
 
 func deliveryTime(j db.OutboundJob, now time.Time) *int64 {

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -73,9 +74,16 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, p httpro
 		writeError(w, invalid, s.log)
 		return
 	}
-	a, content, err := s.store.AttachmentContent(r.Context(), ids[0], ids[1], ids[2])
+	a, body, err := s.store.OpenAttachment(r.Context(), ids[0], ids[1], ids[2])
 	if err == nil && !a.Downloadable() {
 		err = db.Errorf(db.ECodeNotFound, "attachment not found")
+	}
+	if err == nil {
+		// Read the first chunk now: a storage error is still answered as an error, not
+		// as a 200 cut short.
+		if _, err = body.Read(nil); err == io.EOF {
+			err = nil // an empty attachment
+		}
 	}
 	if err != nil {
 		writeError(w, err, s.log)
@@ -87,6 +95,6 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, p httpro
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cache-Control", "private, no-store")
-	h.Set("Content-Length", strconv.Itoa(len(content)))
-	w.Write(content)
+	// Streamed a chunk at a time, with Range requests (a broken download resumes) and HEAD.
+	http.ServeContent(w, r, "", time.Time{}, body)
 }

@@ -1,0 +1,158 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Large raw messages and attachments are stored in chunks (migration 0012): a 25 MiB
+// message is never one value that SQLite and Go each copy whole, and a download streams
+// one chunk at a time. chunkSize bounds what one chunk costs in memory while it is
+// written or read; a download holds one chunk, so a thousand slow downloads hold 256 MB at
+// most, not a thousand whole attachments.
+const chunkSize = 256 << 10
+
+// insertRawChunks stores the raw bytes head+rest of message row as compressed chunks:
+// head is the trace field the SMTP listener put before the bytes the client sent, which
+// is never copied in front of them whole.
+func insertRawChunks(ctx context.Context, tx *sql.Tx, messageRow int64, head string, rest []byte) error {
+	enc, _ := codec()
+	var first, frame []byte
+	for seq := 0; len(head) > 0 || len(rest) > 0; seq++ {
+		chunk := rest
+		if len(head) > 0 {
+			// The first chunk: the head (a few hundred bytes) and the start of rest.
+			n := min(len(rest), max(chunkSize-len(head), 0))
+			first = append(append(first[:0], head...), rest[:n]...)
+			chunk, head, rest = first, "", rest[n:]
+		} else {
+			n := min(len(rest), chunkSize)
+			chunk, rest = rest[:n], rest[n:]
+		}
+		frame = enc.EncodeAll(chunk, frame[:0])
+		if _, err := tx.ExecContext(ctx, "INSERT INTO raw_chunks(message_id, seq, data) VALUES (?, ?, ?)", messageRow, seq, frame); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertAttachmentChunks stores content as the chunks of attachment row.
+func insertAttachmentChunks(ctx context.Context, tx *sql.Tx, attachmentRow int64, content []byte) error {
+	for seq := 0; len(content) > 0; seq++ {
+		n := min(len(content), chunkSize)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO attachment_chunks(attachment_id, seq, data) VALUES (?, ?, ?)",
+			attachmentRow, seq, content[:n]); err != nil {
+			return err
+		}
+		content = content[n:]
+	}
+	return nil
+}
+
+// rowQuerier is a *sql.Tx or a *sql.DB.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// loadRaw returns the raw RFC 5322 bytes of message row whose packed body is body: from
+// the body itself, or from its chunks (layout 4). With limit > 0 it stops once it has at
+// least limit bytes (the reviewer sees only the header).
+func loadRaw(ctx context.Context, q rowQuerier, messageRow int64, body []byte, limit int) ([]byte, error) {
+	if len(body) == 0 || body[0] != bodyChunked {
+		_, _, raw, err := unpackBody(body, true)
+		return raw, err
+	}
+	_, dec := codec()
+	var raw, frame []byte
+	for seq := 0; limit <= 0 || len(raw) < limit; seq++ {
+		err := q.QueryRowContext(ctx, "SELECT data FROM raw_chunks WHERE message_id = ? AND seq = ?", messageRow, seq).Scan(&frame)
+		if errors.Is(err, sql.ErrNoRows) {
+			if seq == 0 {
+				return nil, fmt.Errorf("%w: message %d has no raw chunks", errBody, messageRow)
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if raw, err = dec.DecodeAll(frame, raw); err != nil {
+			return nil, fmt.Errorf("%w: raw chunk %d of message %d: %v", errBody, seq, messageRow, err)
+		}
+	}
+	return raw, nil
+}
+
+// AttachmentReader reads the bytes of one attachment a chunk at a time, each chunk in a
+// query of its own: a slow client holds no read transaction open (which would keep the
+// WAL from being checkpointed) and no more than one chunk in memory. Attachments never
+// change once stored; if the message is deleted while it is read, the read fails.
+// Seeking (for HTTP Range requests) costs nothing until the next Read.
+type AttachmentReader struct {
+	r       *sql.DB
+	ctx     context.Context
+	row     int64
+	size    int64
+	chunked bool
+
+	off   int64  // the next byte Read returns
+	chunk []byte // the chunk holding bytes [base, base+len(chunk)) when loaded
+	base  int64
+}
+
+// Size is the attachment's length in bytes.
+func (a *AttachmentReader) Size() int64 { return a.size }
+
+// Read implements io.Reader.
+func (a *AttachmentReader) Read(p []byte) (int, error) {
+	if a.off >= a.size {
+		return 0, io.EOF
+	}
+	if a.chunk == nil || a.off < a.base || a.off >= a.base+int64(len(a.chunk)) {
+		if err := a.load(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, a.chunk[a.off-a.base:])
+	a.off += int64(n)
+	return n, nil
+}
+
+// load reads the chunk that holds a.off (all of the content when it is not chunked: an
+// attachment stored before chunks, or one of at most chunkSize bytes).
+func (a *AttachmentReader) load() error {
+	var err error
+	if !a.chunked {
+		a.base = 0
+		err = a.r.QueryRowContext(a.ctx, "SELECT content FROM attachments WHERE id = ?", a.row).Scan(&a.chunk)
+	} else {
+		seq := a.off / chunkSize
+		a.base = seq * chunkSize
+		err = a.r.QueryRowContext(a.ctx, "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND seq = ?", a.row, seq).Scan(&a.chunk)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(ECodeNotFound, "attachment not found")
+	}
+	if err == nil && a.off >= a.base+int64(len(a.chunk)) {
+		err = fmt.Errorf("db: attachment %d: chunk at %d holds %d bytes, short of %d", a.row, a.base, len(a.chunk), a.size)
+	}
+	return storageError(err)
+}
+
+// Seek implements io.Seeker.
+func (a *AttachmentReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += a.off
+	case io.SeekEnd:
+		offset += a.size
+	}
+	if offset < 0 {
+		return 0, errors.New("db: seek before the start of an attachment")
+	}
+	a.off = offset
+	return offset, nil
+}
