@@ -19,12 +19,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -162,6 +164,24 @@ func (m *multiFlag) Set(v string) error {
 	return nil
 }
 
+// byteSize is a flag of a number of bytes, plain or with a unit: 64MiB, 512KiB, 1GiB (also
+// KB, MB, GB, read as the binary units; sizes of memory are meant).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(v string) error {
+	num := strings.TrimRight(v, "KMGiBkmgib")
+	unit := strings.ToLower(v[len(num):])
+	shift, ok := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20, "g": 30, "gb": 30, "gib": 30}[unit]
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if !ok || err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("%q: want a size such as 64MiB", v)
+	}
+	*b = byteSize(n << shift)
+	return nil
+}
+
 // Main is the running program: tests boot it whole on port 0 in a temp dir.
 type Main struct {
 	DBPath   string
@@ -183,6 +203,9 @@ type Main struct {
 	// MetricsToken, when set, is the bearer token GET /metrics needs (README "Logs and
 	// metrics").
 	MetricsToken string
+	// MailBudget bounds the bytes of mail and request bodies processed at once (README
+	// "Limits"); 0 is server.DefaultBudget.
+	MailBudget int64
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -265,6 +288,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
+	budget := byteSize(server.DefaultBudget)
+	fs.Var(&budget, "mail-budget", "bytes of mail and request bodies processed at once; more waits, then gets SMTP 451 4.3.1 or HTTP 503 (default 48MiB)")
 	fs.StringVar(&m.PProf, "pprof", "", "serve Go's CPU and heap profiles at /debug/pprof/ on this loopback HOST:PORT (default: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -279,6 +304,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	m.Seeds = seeds
+	m.MailBudget = int64(budget)
 	switch *logFormat {
 	case "text":
 		m.Log = slog.New(slog.NewTextHandler(stderr, nil))
@@ -381,7 +407,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
-	metrics := server.NewMetrics() // shared by the HTTP API and the SMTP listener
+	metrics := server.NewMetrics()           // shared by the HTTP API and the SMTP listener
+	budget := server.NewBudget(m.MailBudget) // likewise
 	svc.Outbound = outbound
 	svc.Protect = scanner
 	svc.NoTriage = analyzer == nil
@@ -389,7 +416,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
 	}
 	if m.smtpLn != nil {
-		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics}, m.Log)
+		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics,
+			SpoolDir: m.DBPath + ".spool", Budget: budget}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
@@ -398,7 +426,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.closers.add(m.search.Close)
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget}, m.Log)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -25,6 +26,8 @@ type call struct {
 	params map[string]string // decoded path parameters
 	query  map[string]any    // validated query with defaults
 	body   []byte            // validated JSON body ({} when empty)
+
+	release func() // gives back the body's share of the memory budget (nil: none taken)
 }
 
 // handler serves one operation. It returns errors instead of writing them, so error
@@ -47,6 +50,9 @@ func (s *Server) adapt(op schema.Operation, h handler) http.HandlerFunc {
 		c, err := s.prepare(op, r)
 		if err == nil {
 			err = h(w, r, c)
+		}
+		if c != nil && c.release != nil {
+			c.release()
 		}
 		if err != nil {
 			writeError(w, err, s.log)
@@ -89,7 +95,7 @@ func (s *Server) prepare(op schema.Operation, r *http.Request) (*call, error) {
 		return nil, err
 	}
 	if r.Method != http.MethodGet {
-		if c.body, err = readBody(r); err != nil {
+		if c.body, c.release, err = s.readBody(r); err != nil {
 			return nil, err
 		}
 		if op.ID == "send" || op.ID == "reply" {
@@ -148,30 +154,61 @@ func (s *Server) parseQuery(r *http.Request, c *call) error {
 	return err
 }
 
-// readBody reads a JSON body of at most MaxBodyBytes; the size is checked before reading.
-func readBody(r *http.Request) ([]byte, error) {
+// readBody reads a JSON body of at most MaxBodyBytes (readLimited); an empty one is {}.
+func (s *Server) readBody(r *http.Request) ([]byte, func(), error) {
+	if r.Body == nil { // only in-process callers build requests without one
+		return []byte("{}"), nil, nil
+	}
+	body, release, err := s.readLimited(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return []byte("{}"), release, nil
+	}
+	if err := plainJSON(r); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return body, release, nil
+}
+
+// httpBudgetWait is how long a request body waits for its share of the memory budget
+// before the request is answered 503: an API client retries a transient error at once,
+// so it is not kept waiting as long as an SMTP sender.
+const httpBudgetWait = 2 * time.Second
+
+// readLimited reads a request body of at most MaxBodyBytes: the size is checked before
+// reading, and the body takes its share of the memory budget (the whole limit when it
+// comes without a Content-Length) until the returned func is called, once the request is
+// handled.
+func (s *Server) readLimited(r *http.Request) ([]byte, func(), error) {
 	tooLarge := db.Errorf(db.ECodePayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 	if r.ContentLength > MaxBodyBytes {
-		return nil, tooLarge
+		return nil, nil, tooLarge
 	}
-	if r.Body == nil { // only in-process callers build requests without one
-		return []byte("{}"), nil
+	share := r.ContentLength
+	if share < 0 {
+		share = MaxBodyBytes
+	}
+	release, err := s.cfg.Budget.Acquire(r.Context(), share, httpBudgetWait)
+	if err != nil {
+		return nil, nil, &db.Error{Code: db.ECodeUnavailable, Transient: true, Cause: err, RetryAfter: time.Second,
+			Message: "the server is busy with other large requests and mail; retry shortly"}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, tooLarge
+	switch {
+	case errors.As(err, &mbe):
+		err = tooLarge
+	case err != nil:
+		err = db.Errorf(db.ECodeInvalidRequest, "request body could not be read")
 	}
 	if err != nil {
-		return nil, db.Errorf(db.ECodeInvalidRequest, "request body could not be read")
+		release()
+		return nil, nil, err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return []byte("{}"), nil
-	}
-	if err := plainJSON(r); err != nil {
-		return nil, err
-	}
-	return body, nil
+	return body, release, nil
 }
 
 // plainJSON checks that the request says its body is JSON (parameters such as charset

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -88,20 +87,12 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, db.Errorf(db.ECodeUnauthorized, "hosted MCP needs an account key (bze_); a mailbox key works only with `inboxd mcp` on stdio"), h.s.log)
 		return
 	}
-	if r.ContentLength > MaxBodyBytes {
-		writeError(w, db.Errorf(db.ECodePayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes), h.s.log)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		writeError(w, db.Errorf(db.ECodePayloadTooLarge, "request body is larger than %d bytes", MaxBodyBytes), h.s.log)
-		return
-	}
+	body, release, err := h.s.readLimited(r)
 	if err != nil {
-		writeError(w, db.Errorf(db.ECodeInvalidRequest, "request body could not be read"), h.s.log)
+		writeError(w, err, h.s.log)
 		return
 	}
+	defer release()
 	if err := plainJSON(r); err != nil {
 		writeError(w, err, h.s.log)
 		return

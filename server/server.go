@@ -33,6 +33,9 @@ type Config struct {
 	// with the SMTP listener. MetricsToken, when set, is the bearer token /metrics needs.
 	Metrics      *Metrics
 	MetricsToken string
+	// Budget bounds the bytes of request bodies (and mail, shared with the SMTP listener)
+	// being processed at once (nil: unbounded).
+	Budget *Budget
 }
 
 // Server serves the HTTP API.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,11 @@ const (
 	smtpIdleTimeout    = 5 * time.Minute // RFC 5321 section 4.5.3.2.7
 	smtpWriteTimeout   = time.Minute
 	smtpMaxBadRcpts    = 20 // unknown recipients per connection before it is dropped
+	// smtpBudgetWait bounds how long a whole message waits for its share of the memory
+	// Budget before it gets 451 4.3.1. Senders wait ten minutes for the reply to the end
+	// of data (RFC 5321 section 4.5.3.2.6); two leave them most of it while a burst of
+	// large messages is worked through.
+	smtpBudgetWait = 2 * time.Minute
 )
 
 // SMTPConfig configures the SMTP listener.
@@ -49,6 +55,14 @@ type SMTPConfig struct {
 	IdleTimeout     time.Duration
 	// Metrics counts connections, recipients and messages (nil: not counted).
 	Metrics *Metrics
+	// SpoolDir is where messages over 64 KiB are held while they arrive (spool.go); ""
+	// is the system's temporary directory.
+	SpoolDir string
+	// Budget bounds the bytes of mail processed at once, shared with the HTTP API (nil:
+	// unbounded); a whole message waits at most BudgetWait for its share (default
+	// smtpBudgetWait), then gets 451 4.3.1.
+	Budget     *Budget
+	BudgetWait time.Duration
 }
 
 // SMTP is the inbound SMTP listener: mail for inboxes on this server's domains only (it
@@ -80,6 +94,14 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = svc.Domain
+	}
+	if cfg.BudgetWait <= 0 {
+		cfg.BudgetWait = smtpBudgetWait
+	}
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = os.TempDir()
+	} else {
+		cleanSpool(cfg.SpoolDir)
 	}
 	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}}
 	srv := smtp.NewServer(s)
@@ -200,6 +222,9 @@ var (
 	errEmpty        = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message is empty"}
 	errBadSender    = &smtp.SMTPError{Code: 501, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Bad sender address syntax"}
 	errTooManyBad   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many unknown recipients; closing connection"}
+	// RFC 3463 X.3.1, mail system full: the sender keeps the message and tries later.
+	errSpoolFailure = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage; try again later"}
+	errBusy         = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Too much mail in progress; try again later"}
 )
 
 func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
@@ -256,7 +281,9 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 		sc.setBusy(true, x.srv.cfg.IdleTimeout)
 		defer sc.setBusy(false, 0)
 	}
-	data, err := readData(r, conn, x.srv.cfg.IdleTimeout)
+	sp := newSpool(x.srv.cfg.SpoolDir)
+	defer sp.Close()
+	_, err = sp.ReadFrom(&deadlineReader{r: r, conn: conn, idle: x.srv.cfg.IdleTimeout})
 	if err == nil && sc != nil && sc.hungUp.Load() {
 		// The client closed the connection before the message was whole. go-smtp ends a
 		// BDAT chunk at the end of its input without counting it, so a chunk cut short
@@ -266,15 +293,19 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 		err = smtp.ErrDataReset
 	}
 	if err != nil {
-		var se *smtp.SMTPError
-		if errors.As(err, &se) && se.Code == smtp.ErrDataTooLarge.Code {
-			return errTooLarge
-		}
-		if errors.Is(err, smtp.ErrTooLongLine) {
-			return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2},
-				Message: fmt.Sprintf("Line longer than %d bytes", smtpMaxLineLength)}
-		}
-		return err
+		return x.dataError(err)
+	}
+	// Only now, with the message whole on disk, does it take its share of the memory
+	// budget: a sender that waits here costs the server nothing but a file.
+	release, err := x.srv.cfg.Budget.Acquire(ctx, sp.Size(), x.srv.cfg.BudgetWait)
+	if err != nil {
+		return errBusy
+	}
+	defer release()
+	data, err := sp.Bytes()
+	if err != nil {
+		x.srv.log.Error("smtp: read the spooled message", "err", err)
+		return errSpoolFailure
 	}
 	// The sender is owed its answer even when the server starts stopping now, so the
 	// commit does not follow any shutdown signal; it is bounded by the group commit.
@@ -293,29 +324,39 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 	return errStoreFailure
 }
 
-// readData reads the message, pushing the read deadline forward while bytes arrive: a
-// large message on a slow link is fine, a stalled one is not.
-func readData(r io.Reader, conn net.Conn, idle time.Duration) ([]byte, error) {
-	// Most mail is a few KB: a larger first buffer was garbage made per message.
-	buf := make([]byte, 0, 4<<10)
-	last := time.Now()
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if now := time.Now(); now.Sub(last) > time.Second {
-			conn.SetReadDeadline(now.Add(idle))
-			last = now
-		}
+// dataError is the reply to a message whose transfer failed.
+func (x *smtpSession) dataError(err error) error {
+	var se *smtp.SMTPError
+	var spoolErr errSpoolWrite
+	switch {
+	case errors.As(err, &se) && se.Code == smtp.ErrDataTooLarge.Code:
+		return errTooLarge
+	case errors.Is(err, smtp.ErrTooLongLine):
+		return &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2},
+			Message: fmt.Sprintf("Line longer than %d bytes", smtpMaxLineLength)}
+	case errors.As(err, &spoolErr):
+		x.srv.log.Error("smtp: spool the message", "err", err)
+		return errSpoolFailure
 	}
+	return err
+}
+
+// deadlineReader reads the message, pushing the read deadline forward while bytes arrive:
+// a large message on a slow link is fine, a stalled one is not.
+type deadlineReader struct {
+	r    io.Reader
+	conn net.Conn
+	idle time.Duration
+	last time.Time
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if now := time.Now(); now.Sub(d.last) > time.Second {
+		d.conn.SetReadDeadline(now.Add(d.idle))
+		d.last = now
+	}
+	return n, err
 }
 
 // trace is the Received: field of RFC 5321 section 4.4.
