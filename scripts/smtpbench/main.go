@@ -17,21 +17,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/inboxd/inboxd/scripts/internal/benchkit"
@@ -91,7 +86,7 @@ func startFrom(o options, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("keys create: %v: %s", err, out)
 	}
-	key := keyRE.Find(out)
+	key := benchkit.KeyPattern.Find(out)
 	if key == nil {
 		return "", fmt.Errorf("keys create printed no key: %s", out)
 	}
@@ -119,17 +114,17 @@ func run(o options) error {
 		return err
 	}
 	defer stopDNS()
-	srv, err := start(o.bin, dir, dns, key, o.extra)
+	srv, err := benchkit.StartServer(o.bin, dir, dns, key, o.extra)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 
 	ctx := context.Background()
 	var rcpts []string
 	for i := range o.inboxes {
 		addr := fmt.Sprintf("in%d@inboxd.test", i)
-		if err := srv.api.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("in%d", i)}, nil); err != nil {
+		if err := srv.API.Do(ctx, "POST", "/v1/inboxes", map[string]any{"username": fmt.Sprintf("in%d", i)}, nil); err != nil {
 			return err
 		}
 		rcpts = append(rcpts, addr)
@@ -145,81 +140,11 @@ func run(o options) error {
 		}
 	}
 	if o.sends > 0 {
-		if err := benchSends(ctx, srv.api, o.sends, o.sendConc); err != nil {
+		if err := benchSends(ctx, srv.API, o.sends, o.sendConc); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-type server struct {
-	cmd     *exec.Cmd
-	smtp    string
-	logFile *os.File
-	api     *benchkit.API
-}
-
-var (
-	keyRE    = regexp.MustCompile(`bze_[0-9a-f-]{36}\.[A-Za-z0-9_-]{43}`)
-	listenRE = regexp.MustCompile(`listening on (\S+)`)
-	smtpRE   = regexp.MustCompile(`SMTP listening on (\S+)`)
-)
-
-// start starts the server on dir/bench.db; key is the API key to use when the server
-// prints none (an existing database).
-func start(bin, dir, dns, key string, extra []string) (*server, error) {
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"serve", "--db", filepath.Join(dir, "bench.db"), "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
-		"--domain", "inboxd.test", "--dns", dns}, extra...)
-	cmd := exec.Command(bin, args...)
-	benchkit.DieWithParent(cmd)
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, logFile: logf, api: &benchkit.API{Key: key, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}}
-	sc := bufio.NewScanner(out)
-	deadline := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
-	for sc.Scan() {
-		line := sc.Text()
-		if k := keyRE.FindString(line); k != "" {
-			s.api.Key = k
-		}
-		if m := smtpRE.FindStringSubmatch(line); m != nil {
-			s.smtp = m[1]
-			break
-		}
-		if m := listenRE.FindStringSubmatch(line); m != nil {
-			s.api.Base = "http://" + m[1]
-		}
-	}
-	deadline.Stop()
-	go io.Copy(io.Discard, out)
-	if s.smtp == "" || s.api.Base == "" || s.api.Key == "" {
-		s.stop()
-		return nil, fmt.Errorf("server did not start; see %s", logf.Name())
-	}
-	return s, nil
-}
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
-	s.logFile.Close()
 }
 
 // message returns a realistic message of about size bytes: a mail client's headers, a
@@ -238,7 +163,7 @@ func message(i, size int, rcpt string, c *benchkit.Corpus) []byte {
 // benchSMTP sends n messages over SMTP and reports the rate; with searching, one client
 // searches the recipient inboxes in a loop meanwhile, as scripts/bench does beside its
 // second ingest.
-func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, n, conns, size int, searching bool) error {
+func benchSMTP(ctx context.Context, srv *benchkit.Server, dbPath string, rcpts []string, n, conns, size int, searching bool) error {
 	msgs := make([][]byte, n)
 	to := make([]string, n)
 	corpus := benchkit.CompanyMail(1)
@@ -251,14 +176,14 @@ func benchSMTP(ctx context.Context, srv *server, dbPath string, rcpts []string, 
 	}
 	var stopSearches func() (string, error)
 	if searching {
-		stopSearches = startSearchLoop(ctx, srv.api, rcpts)
+		stopSearches = startSearchLoop(ctx, srv.API, rcpts)
 	}
-	pid := srv.cmd.Process.Pid
+	pid := srv.Cmd.Process.Pid
 	before, err := benchkit.UsageOf(pid)
 	if err != nil {
 		return err
 	}
-	res, err := benchkit.Ingest(srv.smtp, msgs, to, conns, 0)
+	res, err := benchkit.Ingest(srv.SMTP, msgs, to, conns, 0)
 	searches, serr := "", error(nil)
 	if searching {
 		searches, serr = stopSearches()

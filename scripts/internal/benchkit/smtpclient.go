@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -42,6 +43,15 @@ func dialSMTP(addr string) (*smtpClient, error) {
 
 func (p *smtpClient) send(from, to string, msg []byte) error {
 	p.conn.SetDeadline(time.Now().Add(time.Minute))
+	return p.sendWith(from, to, func(w *bufio.Writer) error {
+		_, err := w.Write(msg) // no generated line starts with ".": no dot-stuffing needed
+		return err
+	}, 250)
+}
+
+// sendWith sends one message whose data write writes (without the final dot), and checks
+// that the reply to the end of data has code want.
+func (p *smtpClient) sendWith(from, to string, write func(*bufio.Writer) error, want int) error {
 	fmt.Fprintf(p.w, "MAIL FROM:<%s>\r\nRCPT TO:<%s>\r\nDATA\r\n", from, to)
 	if err := p.w.Flush(); err != nil {
 		return err
@@ -51,13 +61,37 @@ func (p *smtpClient) send(from, to string, msg []byte) error {
 			return err
 		}
 	}
-	p.w.Write(msg) // no generated line starts with ".": no dot-stuffing needed
+	if err := write(p.w); err != nil {
+		return err
+	}
 	p.w.WriteString(".\r\n")
 	if err := p.w.Flush(); err != nil {
 		return err
 	}
-	_, err := p.reply(250)
+	_, err := p.reply(want)
 	return err
+}
+
+// SendOne connects to addr and sends one message whose data write writes (lines that
+// start with "." must be dot-stuffed by write), allowing limit for the whole exchange.
+// It returns the reply to the end of data ("250 ..." when stored); err is a failure to
+// get one.
+func SendOne(addr, from, to string, limit time.Duration, write func(*bufio.Writer) error) (string, error) {
+	p, err := dialSMTP(addr)
+	if err != nil {
+		return "", err
+	}
+	defer p.close()
+	p.conn.SetDeadline(time.Now().Add(limit))
+	err = p.sendWith(from, to, write, 250)
+	var bad badReply
+	switch {
+	case err == nil:
+		return "250", nil
+	case errors.As(err, &bad):
+		return string(bad), nil
+	}
+	return "", err
 }
 
 // reply reads one reply, which may span lines, and checks its code.
@@ -74,12 +108,17 @@ func (p *smtpClient) reply(want int) (string, error) {
 		}
 		if line[3] == ' ' {
 			if !strings.HasPrefix(line, strconv.Itoa(want)) {
-				return "", fmt.Errorf("want %d, got %q", want, strings.TrimSpace(line))
+				return "", badReply(strings.TrimSpace(line))
 			}
 			return all.String(), nil
 		}
 	}
 }
+
+// badReply is a reply with another code than the one wanted.
+type badReply string
+
+func (r badReply) Error() string { return fmt.Sprintf("unexpected reply %q", string(r)) }
 
 func (p *smtpClient) close() {
 	p.w.WriteString("QUIT\r\n")
