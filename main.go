@@ -167,6 +167,11 @@ type Main struct {
 	DBPath   string
 	HTTPAddr string
 	SMTPAddr string
+
+	// SMTPMaxPerIP is the SMTP listener's limit of connections per client (README
+	// "Receiving"); zero takes its default.
+	SMTPMaxPerIP int
+
 	// SMTP listener and outbound mail (README "SMTP"): STARTTLS certificate, the relay URL
 	// (empty: the sink, the test-double mode) and DKIM signing.
 	TLSCert, TLSKey       string
@@ -248,6 +253,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate chain for SMTP STARTTLS")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM private key for SMTP STARTTLS")
+	fs.IntVar(&m.SMTPMaxPerIP, "smtp-max-per-ip", server.SMTPMaxPerAddress, "SMTP connections one client address (an IPv6 /64) may hold at once; more get 421")
 	fs.StringVar(&m.Relay, "relay", "", "outbound SMTP relay, smtp://user:pass@host:port (STARTTLS) or smtps://... (default: the sink, the test-double mode)")
 	fs.StringVar(&m.DKIMKey, "dkim-key", "", "PEM private key (RSA or Ed25519) to DKIM-sign mail sent through the relay")
 	fs.StringVar(&m.DKIMSelector, "dkim-selector", "", "DKIM selector published at <selector>._domainkey.<domain>")
@@ -277,6 +283,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := server.CheckOperatorPassword(m.AdminPassword); err != nil {
 			return usageError{"--admin-password (or INBOXD_ADMIN_PASSWORD): " + err.Error()}
 		}
+	}
+	if m.SMTPMaxPerIP < 1 {
+		return usageError{fmt.Sprintf("--smtp-max-per-ip %d: use at least 1", m.SMTPMaxPerIP)}
 	}
 	m.Seeds = seeds
 	switch *logFormat {
@@ -389,7 +398,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
 	}
 	if m.smtpLn != nil {
-		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics}, m.Log)
+		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics,
+			MaxPerAddress: m.SMTPMaxPerIP}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,10 @@ import (
 	"github.com/inboxd/inboxd/mail"
 )
 
-// SMTP limits (API-NOTES section 16 for the size).
+// SMTP limits (API-NOTES section 16 for the size; smtp_slots.go for the slots).
 const (
 	SMTPMaxMessageBytes = 25 << 20
+	SMTPMaxPerAddress   = 10  // connections one client may hold: one sender cannot take every slot
 	smtpMaxRecipients   = 100 // RFC 5321 section 4.5.3.1.8: at least 100 must be accepted
 	// smtpMaxLineLength is far above RFC 5321's 1,000 octets: real senders write longer
 	// lines (unwrapped HTML), and refusing their mail helps nobody. It bounds memory per
@@ -46,7 +48,10 @@ type SMTPConfig struct {
 	MaxConnections  int
 	MaxRecipients   int
 	MaxMessageBytes int64
-	IdleTimeout     time.Duration
+	// MaxPerAddress bounds the connections from one client: an IPv4 address, or an IPv6
+	// /64 (smtp_slots.go says why).
+	MaxPerAddress int
+	IdleTimeout   time.Duration
 	// Metrics counts connections, recipients and messages (nil: not counted).
 	Metrics *Metrics
 }
@@ -61,6 +66,7 @@ type SMTP struct {
 
 	mu      sync.Mutex
 	conns   map[*slotConn]struct{}
+	perAddr map[netip.Prefix]int // open connections by client (clientKey)
 	closing bool
 }
 
@@ -75,13 +81,16 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = SMTPMaxMessageBytes
 	}
+	if cfg.MaxPerAddress <= 0 {
+		cfg.MaxPerAddress = SMTPMaxPerAddress
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = smtpIdleTimeout
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = svc.Domain
 	}
-	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}}
+	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}, perAddr: map[netip.Prefix]int{}}
 	srv := smtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxRecipients = cfg.MaxRecipients
@@ -349,7 +358,8 @@ func sanitizeTrace(s string) string {
 	}, s)
 }
 
-// limitListener bounds concurrent connections; one over the limit is told 421 and closed.
+// limitListener bounds concurrent connections, in all and per client address; one over
+// a limit is told 421 and closed.
 type limitListener struct {
 	net.Listener
 	smtp  *SMTP
@@ -362,29 +372,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			l.smtp.cfg.Metrics.countSMTP("connection", smtpAccepted)
-			sc := &slotConn{Conn: c}
-			l.smtp.mu.Lock()
-			l.smtp.conns[sc] = struct{}{}
-			l.smtp.mu.Unlock()
-			sc.release = func() {
-				l.smtp.mu.Lock()
-				delete(l.smtp.conns, sc)
-				l.smtp.mu.Unlock()
-				<-l.slots
-			}
+		if sc := l.admit(c); sc != nil {
 			return sc, nil
-		default:
-			l.smtp.cfg.Metrics.countSMTP("connection", smtpRejected)
-			go func() {
-				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-				io.WriteString(c, "421 4.7.0 Too many connections; try again later\r\n")
-				c.Close()
-			}()
 		}
 	}
+}
+
+// admit gives c a slot, or refuses it: first when its client holds its share of the slots
+// (so a client at its limit is told so, even when the server is full too), then when
+// every slot is taken.
+func (l *limitListener) admit(c net.Conn) *slotConn {
+	s := l.smtp
+	client := clientKey(c.RemoteAddr())
+	if !s.takeAddr(client) {
+		s.cfg.Metrics.countSMTP("connection", smtpRejectedPerIP)
+		refuse(c, errTooManyFromAddr)
+		return nil
+	}
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		s.mu.Lock()
+		s.freeAddrLocked(client)
+		s.mu.Unlock()
+		s.cfg.Metrics.countSMTP("connection", smtpRejected)
+		refuse(c, errTooManyConns)
+		return nil
+	}
+	s.cfg.Metrics.countSMTP("connection", smtpAccepted)
+	sc := &slotConn{Conn: c}
+	s.mu.Lock()
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	sc.release = func() {
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.freeAddrLocked(client)
+		s.mu.Unlock()
+		<-l.slots
+	}
+	return sc
 }
 
 // slotConn is one accepted connection: it frees its slot when closed, and knows whether
