@@ -13,8 +13,8 @@ import (
 )
 
 // TestSMTPSlotLimits: the per-address limit set on Main reaches the listener, refusals
-// show in /metrics, and a limit that would refuse every client is a usage error, from the
-// command line or the environment.
+// show in /metrics, and limits that would refuse every client or end every session at
+// once are usage errors, from the command line or the environment.
 func TestSMTPSlotLimits(t *testing.T) {
 	c := qt.New(t)
 	m := &Main{DBPath: filepath.Join(t.TempDir(), "inboxd.db"), HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0",
@@ -40,6 +40,8 @@ func TestSMTPSlotLimits(t *testing.T) {
 	for _, bad := range []struct{ flag, env, want string }{
 		{"--smtp-max-per-ip=0", "", "--smtp-max-per-ip 0: use at least 1"},
 		{"", "INBOXD_SMTP_MAX_PER_IP=-3", "--smtp-max-per-ip -3: use at least 1"},
+		{"--smtp-max-session=0s", "", "--smtp-max-session 0s: use a positive duration, such as 10m"},
+		{"", "INBOXD_SMTP_MAX_SESSION=-1m", "--smtp-max-session -1m0s: use a positive duration, such as 10m"},
 	} {
 		t.Run(bad.flag+bad.env, func(t *testing.T) {
 			args := []string{"--db", filepath.Join(t.TempDir(), "inboxd.db"), "--http", "127.0.0.1:0"}

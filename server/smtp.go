@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 // SMTP limits (API-NOTES section 16 for the size; smtp_slots.go for the slots).
 const (
 	SMTPMaxMessageBytes = 25 << 20
+	SMTPMaxSession      = 10 * time.Minute
 	SMTPMaxPerAddress   = 10  // connections one client may hold: one sender cannot take every slot
 	smtpMaxRecipients   = 100 // RFC 5321 section 4.5.3.1.8: at least 100 must be accepted
 	// smtpMaxLineLength is far above RFC 5321's 1,000 octets: real senders write longer
@@ -51,7 +53,13 @@ type SMTPConfig struct {
 	// MaxPerAddress bounds the connections from one client: an IPv4 address, or an IPv6
 	// /64 (smtp_slots.go says why).
 	MaxPerAddress int
-	IdleTimeout   time.Duration
+	// IdleTimeout is how long a session may go without progress: a sender, a recipient
+	// or message data accepted. NOOP, RSET, VRFY, HELP and EHLO do not count, so a client
+	// cannot hold its slot by repeating them.
+	IdleTimeout time.Duration
+	// MaxSession is how long a connection may last, however busy; a message in transfer
+	// at that moment may finish (smtp_slots.go).
+	MaxSession time.Duration
 	// Metrics counts connections, recipients and messages (nil: not counted).
 	Metrics *Metrics
 }
@@ -86,6 +94,9 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = smtpIdleTimeout
+	}
+	if cfg.MaxSession <= 0 {
+		cfg.MaxSession = SMTPMaxSession
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = svc.Domain
@@ -148,11 +159,7 @@ func (s *SMTP) nudgeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.mu.Lock()
-		if !c.busy {
-			c.SetReadDeadline(time.Now())
-		}
-		c.mu.Unlock()
+		c.nudge()
 	}
 }
 
@@ -163,13 +170,16 @@ func (s *SMTP) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.closing {
 		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again later"}
 	}
-	return &smtpSession{srv: s, conn: c}, nil
+	slot := slotOf(c.Conn())
+	slot.attach(c)
+	return &smtpSession{srv: s, conn: c, slot: slot}, nil
 }
 
 // smtpSession is one SMTP connection's state.
 type smtpSession struct {
 	srv  *SMTP
 	conn *smtp.Conn
+	slot *slotConn // nil when not accepted by limitListener
 
 	from    string
 	rcpts   []string
@@ -193,6 +203,7 @@ func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	}
 	x.Reset()
 	x.from = from
+	x.slot.progress()
 	return nil
 }
 
@@ -221,6 +232,7 @@ func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
 	case err == nil:
 		x.rcpts = append(x.rcpts, strings.ToLower(to))
 		x.inboxes = append(x.inboxes, id)
+		x.slot.progress()
 		return nil
 	case errors.Is(err, mail.ErrNotLocal):
 		return x.bad(errRelayDenied)
@@ -400,7 +412,7 @@ func (l *limitListener) admit(c net.Conn) *slotConn {
 		return nil
 	}
 	s.cfg.Metrics.countSMTP("connection", smtpAccepted)
-	sc := &slotConn{Conn: c}
+	sc := newSlotConn(c, s.cfg)
 	s.mu.Lock()
 	s.conns[sc] = struct{}{}
 	s.mu.Unlock()
@@ -430,7 +442,14 @@ type slotConn struct {
 
 	mu   sync.Mutex
 	busy bool
+	// The session's limits (smtp_slots.go): when it began and last made progress, how
+	// long it may be idle and last, and who writes its replies (its session's connection,
+	// set by NewSession).
+	start, lastProgress time.Time
+	idle, maxSession    time.Duration
+	owner               *smtp.Conn
 
+	ended  atomic.Bool // a limit ended the session: reads meet the end of the input
 	hungUp atomic.Bool // the client closed its side: a read met the end of the input
 
 	wmu sync.Mutex // guards out; writes also come from timers (closing a bad session)
@@ -460,9 +479,15 @@ func (c *slotConn) Read(p []byte) (int, error) {
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
+	if c.ended.Load() {
+		return 0, io.EOF
+	}
 	n, err := c.Conn.Read(p)
 	if err == io.EOF {
 		c.hungUp.Store(true)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = c.timedOut(err)
 	}
 	return n, err
 }
@@ -485,13 +510,15 @@ func (c *slotConn) Close() error {
 }
 
 // setBusy marks the session inside DATA (and gives it a fresh read deadline, undoing a
-// shutdown nudge that raced with the DATA command) or back to waiting for commands.
+// shutdown nudge that raced with the DATA command) or back to waiting for commands. Both
+// are progress: a transfer starts, or ends with its answer.
 func (c *slotConn) setBusy(busy bool, idle time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.busy = busy
+	c.lastProgress = time.Now()
 	if busy {
-		c.SetReadDeadline(time.Now().Add(idle))
+		c.setReadDeadlineLocked(time.Now().Add(idle))
 	}
 }
 
