@@ -187,6 +187,12 @@ type Main struct {
 	DBPath   string
 	HTTPAddr string
 	SMTPAddr string
+
+	// SMTPMaxPerIP and SMTPMaxSession are the SMTP listener's fair-slot limits (README
+	// "Receiving"); zero takes its defaults.
+	SMTPMaxPerIP   int
+	SMTPMaxSession time.Duration
+
 	// SMTP listener and outbound mail (README "SMTP"): STARTTLS certificate, the relay URL
 	// (empty: the sink, the test-double mode) and DKIM signing.
 	TLSCert, TLSKey       string
@@ -271,6 +277,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate chain for SMTP STARTTLS")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM private key for SMTP STARTTLS")
+	fs.IntVar(&m.SMTPMaxPerIP, "smtp-max-per-ip", server.SMTPMaxPerAddress, "SMTP connections one client address (an IPv6 /64) may hold at once; more get 421")
+	fs.DurationVar(&m.SMTPMaxSession, "smtp-max-session", server.SMTPMaxSession, "longest an SMTP connection may last (a message then in transfer may finish); then 421")
 	fs.StringVar(&m.Relay, "relay", "", "outbound SMTP relay, smtp://user:pass@host:port (STARTTLS) or smtps://... (default: the sink, the test-double mode)")
 	fs.StringVar(&m.DKIMKey, "dkim-key", "", "PEM private key (RSA or Ed25519) to DKIM-sign mail sent through the relay")
 	fs.StringVar(&m.DKIMSelector, "dkim-selector", "", "DKIM selector published at <selector>._domainkey.<domain>")
@@ -302,6 +310,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := server.CheckOperatorPassword(m.AdminPassword); err != nil {
 			return usageError{"--admin-password (or INBOXD_ADMIN_PASSWORD): " + err.Error()}
 		}
+	}
+	if m.SMTPMaxPerIP < 1 {
+		return usageError{fmt.Sprintf("--smtp-max-per-ip %d: use at least 1", m.SMTPMaxPerIP)}
+	}
+	if m.SMTPMaxSession <= 0 {
+		return usageError{fmt.Sprintf("--smtp-max-session %v: use a positive duration, such as 10m", m.SMTPMaxSession)}
 	}
 	m.Seeds = seeds
 	m.MailBudget = int64(budget)
@@ -417,7 +431,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if m.smtpLn != nil {
 		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics,
-			SpoolDir: m.DBPath + ".spool", Budget: budget}, m.Log)
+			MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: budget}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})

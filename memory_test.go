@@ -27,7 +27,7 @@ func TestLargeMailKeepsMemoryBounded(t *testing.T) {
 		senders = 24
 		size    = 4 << 20
 	)
-	r := newRig(t, crashFixture(`{"address": "big@{domain}"}`), "--mail-budget", "8MiB")
+	r := newRig(t, crashFixture(`{"address": "big@{domain}"}`), "--mail-budget", "8MiB", "--smtp-max-per-ip", strconv.Itoa(senders))
 	p := r.start()
 	defer r.stop(p)
 	pid := p.cmd.Process.Pid

@@ -96,6 +96,9 @@ const (
 	smtpRejected = "rejected" // a permanent refusal (5xx)
 	smtpDeferred = "deferred" // a temporary refusal (4xx): the sender retries
 	smtpFailed   = "failed"   // storage failed: 451, the sender retries
+	// smtpRejectedPerIP is a connection refused with 421 because its client holds its
+	// share of the connections (SMTPConfig.MaxPerAddress).
+	smtpRejectedPerIP = "rejected_per_ip"
 )
 
 // countSMTP counts one SMTP outcome; nil metrics count nothing.
@@ -224,8 +227,8 @@ func (m *Metrics) write(b *strings.Builder) {
 	for _, r := range []string{smtpAccepted, smtpRejected, smtpDeferred} {
 		fmt.Fprintf(b, "inboxd_smtp_recipients_total{result=%q} %d\n", r, m.smtp[smtpKey{"recipient", r}])
 	}
-	header(b, "inboxd_smtp_connections_total", "counter", "SMTP connections: accepted, or rejected with 421 over the connection limit.")
-	for _, r := range []string{smtpAccepted, smtpRejected} {
+	header(b, "inboxd_smtp_connections_total", "counter", "SMTP connections: accepted, or rejected with 421 over the connection limit (rejected) or over the limit per client address (rejected_per_ip).")
+	for _, r := range []string{smtpAccepted, smtpRejected, smtpRejectedPerIP} {
 		fmt.Fprintf(b, "inboxd_smtp_connections_total{result=%q} %d\n", r, m.smtp[smtpKey{"connection", r}])
 	}
 }

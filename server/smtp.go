@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -23,9 +24,11 @@ import (
 	"github.com/inboxd/inboxd/mail"
 )
 
-// SMTP limits (API-NOTES section 16 for the size).
+// SMTP limits (API-NOTES section 16 for the size; smtp_slots.go for the slots).
 const (
 	SMTPMaxMessageBytes = 25 << 20
+	SMTPMaxSession      = 10 * time.Minute
+	SMTPMaxPerAddress   = 10  // connections one client may hold: one sender cannot take every slot
 	smtpMaxRecipients   = 100 // RFC 5321 section 4.5.3.1.8: at least 100 must be accepted
 	// smtpMaxLineLength is far above RFC 5321's 1,000 octets: real senders write longer
 	// lines (unwrapped HTML), and refusing their mail helps nobody. It bounds memory per
@@ -52,7 +55,16 @@ type SMTPConfig struct {
 	MaxConnections  int
 	MaxRecipients   int
 	MaxMessageBytes int64
-	IdleTimeout     time.Duration
+	// MaxPerAddress bounds the connections from one client: an IPv4 address, or an IPv6
+	// /64 (smtp_slots.go says why).
+	MaxPerAddress int
+	// IdleTimeout is how long a session may go without progress: a sender, a recipient
+	// or message data accepted. NOOP, RSET, VRFY, HELP and EHLO do not count, so a client
+	// cannot hold its slot by repeating them.
+	IdleTimeout time.Duration
+	// MaxSession is how long a connection may last, however busy; a message in transfer
+	// at that moment may finish (smtp_slots.go).
+	MaxSession time.Duration
 	// Metrics counts connections, recipients and messages (nil: not counted).
 	Metrics *Metrics
 	// SpoolDir is where messages over 64 KiB are held while they arrive (spool.go); ""
@@ -75,6 +87,7 @@ type SMTP struct {
 
 	mu      sync.Mutex
 	conns   map[*slotConn]struct{}
+	perAddr map[netip.Prefix]int // open connections by client (clientKey)
 	closing bool
 }
 
@@ -89,8 +102,14 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = SMTPMaxMessageBytes
 	}
+	if cfg.MaxPerAddress <= 0 {
+		cfg.MaxPerAddress = SMTPMaxPerAddress
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = smtpIdleTimeout
+	}
+	if cfg.MaxSession <= 0 {
+		cfg.MaxSession = SMTPMaxSession
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = svc.Domain
@@ -103,7 +122,7 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 	} else {
 		cleanSpool(cfg.SpoolDir)
 	}
-	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}}
+	s := &SMTP{svc: svc, cfg: cfg, log: log, conns: map[*slotConn]struct{}{}, perAddr: map[netip.Prefix]int{}}
 	srv := smtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxRecipients = cfg.MaxRecipients
@@ -161,11 +180,7 @@ func (s *SMTP) nudgeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.mu.Lock()
-		if !c.busy {
-			c.SetReadDeadline(time.Now())
-		}
-		c.mu.Unlock()
+		c.nudge()
 	}
 }
 
@@ -176,13 +191,16 @@ func (s *SMTP) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.closing {
 		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again later"}
 	}
-	return &smtpSession{srv: s, conn: c}, nil
+	slot := slotOf(c.Conn())
+	slot.attach(c)
+	return &smtpSession{srv: s, conn: c, slot: slot}, nil
 }
 
 // smtpSession is one SMTP connection's state.
 type smtpSession struct {
 	srv  *SMTP
 	conn *smtp.Conn
+	slot *slotConn // nil when not accepted by limitListener
 
 	from    string
 	rcpts   []string
@@ -206,6 +224,7 @@ func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	}
 	x.Reset()
 	x.from = from
+	x.slot.progress()
 	return nil
 }
 
@@ -237,6 +256,7 @@ func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
 	case err == nil:
 		x.rcpts = append(x.rcpts, strings.ToLower(to))
 		x.inboxes = append(x.inboxes, id)
+		x.slot.progress()
 		return nil
 	case errors.Is(err, mail.ErrNotLocal):
 		return x.bad(errRelayDenied)
@@ -390,7 +410,8 @@ func sanitizeTrace(s string) string {
 	}, s)
 }
 
-// limitListener bounds concurrent connections; one over the limit is told 421 and closed.
+// limitListener bounds concurrent connections, in all and per client address; one over
+// a limit is told 421 and closed.
 type limitListener struct {
 	net.Listener
 	smtp  *SMTP
@@ -403,29 +424,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			l.smtp.cfg.Metrics.countSMTP("connection", smtpAccepted)
-			sc := &slotConn{Conn: c}
-			l.smtp.mu.Lock()
-			l.smtp.conns[sc] = struct{}{}
-			l.smtp.mu.Unlock()
-			sc.release = func() {
-				l.smtp.mu.Lock()
-				delete(l.smtp.conns, sc)
-				l.smtp.mu.Unlock()
-				<-l.slots
-			}
+		if sc := l.admit(c); sc != nil {
 			return sc, nil
-		default:
-			l.smtp.cfg.Metrics.countSMTP("connection", smtpRejected)
-			go func() {
-				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-				io.WriteString(c, "421 4.7.0 Too many connections; try again later\r\n")
-				c.Close()
-			}()
 		}
 	}
+}
+
+// admit gives c a slot, or refuses it: first when its client holds its share of the slots
+// (so a client at its limit is told so, even when the server is full too), then when
+// every slot is taken.
+func (l *limitListener) admit(c net.Conn) *slotConn {
+	s := l.smtp
+	client := clientKey(c.RemoteAddr())
+	if !s.takeAddr(client) {
+		s.cfg.Metrics.countSMTP("connection", smtpRejectedPerIP)
+		refuse(c, errTooManyFromAddr)
+		return nil
+	}
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		s.mu.Lock()
+		s.freeAddrLocked(client)
+		s.mu.Unlock()
+		s.cfg.Metrics.countSMTP("connection", smtpRejected)
+		refuse(c, errTooManyConns)
+		return nil
+	}
+	s.cfg.Metrics.countSMTP("connection", smtpAccepted)
+	sc := newSlotConn(c, s.cfg)
+	s.mu.Lock()
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	sc.release = func() {
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.freeAddrLocked(client)
+		s.mu.Unlock()
+		<-l.slots
+	}
+	return sc
 }
 
 // slotConn is one accepted connection: it frees its slot when closed, and knows whether
@@ -444,7 +482,14 @@ type slotConn struct {
 
 	mu   sync.Mutex
 	busy bool
+	// The session's limits (smtp_slots.go): when it began and last made progress, how
+	// long it may be idle and last, and who writes its replies (its session's connection,
+	// set by NewSession).
+	start, lastProgress time.Time
+	idle, maxSession    time.Duration
+	owner               *smtp.Conn
 
+	ended  atomic.Bool // a limit ended the session: reads meet the end of the input
 	hungUp atomic.Bool // the client closed its side: a read met the end of the input
 
 	wmu sync.Mutex // guards out; writes also come from timers (closing a bad session)
@@ -474,9 +519,15 @@ func (c *slotConn) Read(p []byte) (int, error) {
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
+	if c.ended.Load() {
+		return 0, io.EOF
+	}
 	n, err := c.Conn.Read(p)
 	if err == io.EOF {
 		c.hungUp.Store(true)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = c.timedOut(err)
 	}
 	return n, err
 }
@@ -499,13 +550,15 @@ func (c *slotConn) Close() error {
 }
 
 // setBusy marks the session inside DATA (and gives it a fresh read deadline, undoing a
-// shutdown nudge that raced with the DATA command) or back to waiting for commands.
+// shutdown nudge that raced with the DATA command) or back to waiting for commands. Both
+// are progress: a transfer starts, or ends with its answer.
 func (c *slotConn) setBusy(busy bool, idle time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.busy = busy
+	c.lastProgress = time.Now()
 	if busy {
-		c.SetReadDeadline(time.Now().Add(idle))
+		c.setReadDeadlineLocked(time.Now().Add(idle))
 	}
 }
 

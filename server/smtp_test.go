@@ -287,18 +287,7 @@ func TestSMTPConnectionLimit(t *testing.T) {
 	c.Assert(readReply(c, bufio.NewReader(conn)), qt.Equals, "421 4.7.0 Too many connections; try again later")
 	open[0].Close()
 	// The freed slot is available again.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		conn, err := net.Dial("tcp", e.addr)
-		c.Assert(err, qt.IsNil)
-		line := readReply(c, bufio.NewReader(conn))
-		conn.Close()
-		if strings.HasPrefix(line, "220 ") {
-			break
-		}
-		c.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("slot never freed: %s", line))
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitSlot(c, func() net.Conn { return dialFrom(c, "127.0.0.1", e.addr) })
 }
 
 // TestSMTPIdleTimeout closes a connection that stops talking.

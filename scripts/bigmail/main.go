@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -26,7 +27,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,7 +126,13 @@ func trial(b binary, o options) (result, error) {
 		return res, err
 	}
 	defer stopDNS()
-	srv, err := benchkit.StartServer(b.path, dir, dns, "", o.extra)
+	// Every sender connects from 127.0.0.1: allow it them all (the senders of a real
+	// burst come from many addresses); a binary from before the limit has no such flag.
+	extra := o.extra
+	if help, _ := exec.Command(b.path, "serve", "-h").CombinedOutput(); bytes.Contains(help, []byte("-smtp-max-per-ip")) {
+		extra = append([]string{"--smtp-max-per-ip", strconv.Itoa(o.n)}, extra...)
+	}
+	srv, err := benchkit.StartServer(b.path, dir, dns, "", extra)
 	if err != nil {
 		return res, err
 	}

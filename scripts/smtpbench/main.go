@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,7 +115,10 @@ func run(o options) error {
 		return err
 	}
 	defer stopDNS()
-	srv, err := benchkit.StartServer(o.bin, dir, dns, key, o.extra)
+	// Every benchmark connection comes from 127.0.0.1, one client to the listener's
+	// per-address limit: allow it all of them (-server-args can still override).
+	extra := append([]string{"--smtp-max-per-ip", strconv.Itoa(max(o.conns, 1))}, o.extra...)
+	srv, err := benchkit.StartServer(o.bin, dir, dns, key, extra)
 	if err != nil {
 		return err
 	}
