@@ -264,6 +264,9 @@ func scorchConfig() map[string]interface{} {
 // ErrCorrupt means the index directory exists but cannot be used; rebuild it.
 var ErrCorrupt = errors.New("search: index is unusable")
 
+// ErrInUse means another process (a running server) has the index open.
+var ErrInUse = errors.New("search: the index is in use by another process")
+
 // Meta describes what an index holds.
 type Meta struct {
 	Seq     int64  // last applied queue sequence number
@@ -287,7 +290,7 @@ func Open(path string) (*Index, Meta, error) {
 		b, err = bleve.OpenUsing(path, cfg)
 		if err != nil {
 			if isLocked(err) {
-				return nil, Meta{}, fmt.Errorf("search: %s is in use by another process: %w", path, err)
+				return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrInUse, path, err)
 			}
 			return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 		}
