@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -186,12 +185,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 func TestRealFullDisk(t *testing.T) {
 	bin := crashBinary(t)
 	dir := t.TempDir()
-	mnt := filepath.Join(dir, "fs")
-	qt.Assert(t, os.Mkdir(mnt, 0o755), qt.IsNil)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, dir, "3m")
 	remount := func(opts string) {
 		out, err := exec.Command("mount", "-o", "remount,"+opts, mnt).CombinedOutput()
 		qt.Assert(t, err, qt.IsNil, qt.Commentf("%s", out))

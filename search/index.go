@@ -13,10 +13,12 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/keyword" // the mapping's keyword fields
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 )
@@ -262,6 +264,9 @@ func scorchConfig() map[string]interface{} {
 // ErrCorrupt means the index directory exists but cannot be used; rebuild it.
 var ErrCorrupt = errors.New("search: index is unusable")
 
+// ErrInUse means another process (a running server) has the index open.
+var ErrInUse = errors.New("search: the index is in use by another process")
+
 // Meta describes what an index holds.
 type Meta struct {
 	Seq     int64  // last applied queue sequence number
@@ -285,7 +290,7 @@ func Open(path string) (*Index, Meta, error) {
 		b, err = bleve.OpenUsing(path, cfg)
 		if err != nil {
 			if isLocked(err) {
-				return nil, Meta{}, fmt.Errorf("search: %s is in use by another process: %w", path, err)
+				return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrInUse, path, err)
 			}
 			return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 		}
@@ -384,4 +389,23 @@ func (ix *Index) Apply(bt *Batch, seq int64, store string, persisted func(error)
 		bt.b.SetPersistedCallback(func(err error) { once.Do(func() { persisted(err) }) })
 	}
 	return ix.b.Batch(bt.b)
+}
+
+// persistFailures returns how many times bleve failed to write the index's segments to
+// disk. It tries again by itself, as often as it can, and a batch's persisted callback
+// waits for it: on a full disk, for as long as the disk stays full.
+func (ix *Index) persistFailures() uint64 {
+	adv, err := ix.b.Advanced()
+	if err != nil {
+		return 0
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return 0
+	}
+	st, ok := sc.Stats().(*scorch.Stats)
+	if !ok {
+		return 0
+	}
+	return atomic.LoadUint64(&st.TotPersistLoopErr)
 }

@@ -19,8 +19,13 @@ func TestOpenLockedIsNotCorrupt(t *testing.T) {
 	_, _, err = Open(path)
 	qt.Assert(t, err, qt.IsNotNil)
 	qt.Assert(t, errors.Is(err, ErrCorrupt), qt.IsFalse, qt.Commentf("%v", err))
+	qt.Assert(t, err, qt.ErrorIs, ErrInUse)
 	_, err = Rebuild(context.Background(), path, nil, nil)
 	qt.Assert(t, err, qt.IsNotNil)
+	// A server does not start over an index another one holds: it would wait for it
+	// forever, degraded, beside a server that works.
+	err = NewIndexer(path, newMemSource(), Options{}).Start(context.Background())
+	qt.Assert(t, err, qt.ErrorIs, ErrInUse)
 }
 
 func TestSearchOrderAndCursor(t *testing.T) {

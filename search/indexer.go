@@ -62,10 +62,19 @@ type Options struct {
 	// matches itself, wait for the index (default 500ms); after it the search answers
 	// from what is indexed.
 	Wait time.Duration
-	Log  *slog.Logger
+	// RetryMin and RetryMax bound the wait before another attempt when the index failed to
+	// open, rebuild or apply a batch (defaults 1s and 60s; retry.go). The wait doubles
+	// from RetryMin with each failure in a row, up to RetryMax. A lasting failure is a full
+	// disk or a directory that cannot be written: each attempt at a rebuild rescans the
+	// store and writes until the disk is full again, taking the space mail intake needs,
+	// so it is made at most about once a minute, and the index heals within a minute of
+	// the cause being removed.
+	RetryMin, RetryMax time.Duration
+	Log                *slog.Logger
 }
 
-// ErrNotReady means the index is being built and cannot answer yet.
+// ErrNotReady means the index is being built, or cannot be updated and is retried
+// (Degraded), and cannot answer yet.
 var ErrNotReady = errors.New("search: the index is being rebuilt")
 
 // Indexer keeps an Index in step with its Source and answers searches.
@@ -85,10 +94,14 @@ type Indexer struct {
 	trimmed   int64        // last seq trimmed from the queue (loop goroutine only)
 	seen      int64        // last seq a step has read (loop goroutine only)
 
+	degraded atomic.Bool   // the last attempt to open, rebuild or update the index failed
+	failures atomic.Uint64 // failed attempts since start
+	outage   outage        // the failures in a row (loop goroutine only; retry.go)
+	trimFail bool          // the last trim failed (loop goroutine only)
+
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error // why the loop stopped, if it failed
 }
 
 // NewIndexer returns an indexer of the index directory path, fed from src.
@@ -102,6 +115,13 @@ func NewIndexer(path string, src Source, opt Options) *Indexer {
 	if opt.Wait <= 0 {
 		opt.Wait = 500 * time.Millisecond
 	}
+	if opt.RetryMax <= 0 {
+		opt.RetryMax = time.Minute
+	}
+	if opt.RetryMin <= 0 {
+		opt.RetryMin = min(time.Second, opt.RetryMax)
+	}
+	opt.RetryMax = max(opt.RetryMax, opt.RetryMin)
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -112,68 +132,104 @@ func NewIndexer(path string, src Source, opt Options) *Indexer {
 // unreadable, of another version or store, or older than the store (it misses changes
 // the queue no longer holds) is rebuilt in the background; searches answer ErrNotReady
 // until it is done.
+//
+// An index that cannot be opened or checked (a full disk, a directory it may not write,
+// the store unreadable for a moment) does not stop the server: mail intake does not need
+// the index, which is derived data. Start returns, the index is Degraded, and it is
+// tried again (retry.go) until it works. Start fails only when ctx ends, or when another
+// process holds the index: that is a second server on the same database, a mistake to
+// report at once rather than wait out.
 func (x *Indexer) Start(ctx context.Context) error {
+	rebuild, err := x.open(ctx)
+	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrInUse)) {
+		return err
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	x.cancel, x.done = cancel, make(chan struct{})
+	go x.loop(loopCtx, rebuild, err)
+	return nil
+}
+
+// open opens the index and checks it against the store. When the index can serve, it
+// is in use and open returns ""; otherwise it returns why the index must be rebuilt, or
+// the error that kept it from telling.
+func (x *Indexer) open(ctx context.Context) (string, error) {
 	store, err := x.src.StoreID(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	x.store = store
 	ix, meta, err := Open(x.path)
 	if errors.Is(err, ErrCorrupt) {
-		x.log.Warn("search index unreadable; rebuilding it", "path", x.path, "err", err)
+		if !x.retrying() { // a retry is logged by failed, at its bounded rate
+			x.log.Warn("search index unreadable; rebuilding it", "path", x.path, "err", err)
+		}
 		if err := os.RemoveAll(x.path); err != nil {
-			return err
+			return "", err
 		}
 		ix, meta, err = Open(x.path)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
+	rebuild, first, err := x.check(ctx, &meta)
+	if err != nil || rebuild != "" {
+		ix.Close()
+		return rebuild, err
+	}
+	x.trimmed = first - 1
+	x.use(ix, meta.Seq)
+	go ix.warm()
+	return "", nil
+}
+
+// check compares an index's meta with the store. It returns why the index must be
+// rebuilt ("" when it is complete), and the oldest change still queued.
+func (x *Indexer) check(ctx context.Context, meta *Meta) (string, int64, error) {
 	last, first, err := x.src.QueueBounds(ctx)
 	if err != nil {
-		ix.Close()
-		return err
+		return "", 0, err
 	}
 	count := int64(-1)
 	if meta.Version == "" {
 		if count, err = x.src.Count(ctx); err != nil {
-			ix.Close()
-			return err
+			return "", 0, err
 		}
 	}
-	rebuild := ""
 	switch {
 	case meta.Version == "" && count == 0:
 		// A new index of a store with nothing searchable is complete as it is; what is
 		// still queued only drops messages.
 		meta.Seq = first - 1
+		return "", first, nil
 	case meta.Version == "":
-		rebuild = "new index"
+		return "new index", first, nil
 	case meta.Version != Version:
-		rebuild = "index version " + meta.Version + ", want " + Version
-	case meta.Store != store:
-		rebuild = "index of another database"
+		return "index version " + meta.Version + ", want " + Version, first, nil
+	case meta.Store != x.store:
+		return "index of another database", first, nil
 	case meta.Seq < first-1:
-		rebuild = fmt.Sprintf("index at change %d, but changes up to %d are gone from the queue", meta.Seq, first-1)
+		return fmt.Sprintf("index at change %d, but changes up to %d are gone from the queue", meta.Seq, first-1), first, nil
 	case meta.Seq > last:
-		rebuild = fmt.Sprintf("index at change %d is newer than the database (%d)", meta.Seq, last)
+		return fmt.Sprintf("index at change %d is newer than the database (%d)", meta.Seq, last), first, nil
 	}
-	if rebuild != "" {
-		ix.Close()
-	} else {
-		x.ix = ix
-		x.applied.Store(meta.Seq)
-		x.persisted.Store(meta.Seq)
-		x.trimmed = first - 1
-		go ix.warm()
-	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	x.cancel, x.done = cancel, make(chan struct{})
-	go x.loop(loopCtx, rebuild)
-	return nil
+	return "", first, nil
 }
 
-// Close stops the indexer and closes the index once what it applied is on disk.
+// use makes ix the index that searches read and batches go to; it holds the queue up to
+// seq, on disk.
+func (x *Indexer) use(ix *Index, seq int64) {
+	x.mu.Lock()
+	x.ix = ix
+	x.mu.Unlock()
+	x.applied.Store(seq)
+	x.persisted.Store(seq)
+	x.notify()
+}
+
+// Close stops the indexer and closes the index once what it applied is on disk. A
+// degraded index is no error here: it is derived data, and the next start rebuilds it or
+// replays the queue, which keeps every change the index did not have on disk.
 func (x *Indexer) Close() error {
 	if x.cancel == nil {
 		return nil
@@ -183,67 +239,102 @@ func (x *Indexer) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.ix == nil {
-		return x.err
+		return nil
 	}
 	err := x.ix.Close()
 	x.ix = nil
-	return errors.Join(x.err, err)
+	return err
 }
 
-func (x *Indexer) loop(ctx context.Context, rebuild string) {
+// loop gets the index ready (rebuild is why it must be rebuilt, err why Start could not
+// open it), then applies the queue to it until ctx ends.
+func (x *Indexer) loop(ctx context.Context, rebuild string, err error) {
 	defer close(x.done)
-	if rebuild != "" {
-		x.log.Info("rebuilding the search index", "path", x.path, "reason", rebuild)
-		start := time.Now()
-		n, err := Rebuild(ctx, x.path, x.src, nil)
-		if err != nil {
-			if ctx.Err() == nil {
-				x.log.Error("search index rebuild failed", "err", err)
-				x.err = err
-			}
-			return
-		}
-		ix, meta, err := Open(x.path)
-		if err != nil {
-			x.log.Error("search index open after rebuild failed", "err", err)
-			x.err = err
-			return
-		}
-		ix.warm()
-		x.mu.Lock()
-		x.ix = ix
-		x.mu.Unlock()
-		x.applied.Store(meta.Seq)
-		x.persisted.Store(meta.Seq)
-		x.notify()
-		x.log.Info("search index rebuilt", "messages", n, "duration_ms", time.Since(start).Milliseconds())
+	if x.prepare(ctx, rebuild, err) {
+		x.follow(ctx)
 	}
+}
+
+// prepare rebuilds the index if it must, and after a failure waits and opens it again
+// until it serves: a failed rebuild leaves the old index as it was, so each attempt
+// decides afresh what the index needs. It returns false if ctx ended first.
+func (x *Indexer) prepare(ctx context.Context, rebuild string, err error) bool {
+	for {
+		stage := "open"
+		if err == nil && rebuild != "" {
+			stage, err = "rebuild", x.rebuild(ctx, rebuild)
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			x.healed()
+			return true
+		}
+		if !x.failed(ctx, stage, err) {
+			return false
+		}
+		rebuild, err = x.open(ctx)
+	}
+}
+
+// rebuild builds the index afresh from the store and puts it in use.
+func (x *Indexer) rebuild(ctx context.Context, reason string) error {
+	if !x.retrying() {
+		x.log.Info("rebuilding the search index", "path", x.path, "reason", reason)
+	}
+	start := time.Now()
+	n, err := Rebuild(ctx, x.path, x.src, nil)
+	if err != nil {
+		return err
+	}
+	ix, meta, err := Open(x.path)
+	if err != nil {
+		return fmt.Errorf("open after rebuild: %w", err)
+	}
+	ix.warm()
+	x.use(ix, meta.Seq)
+	x.log.Info("search index rebuilt", "messages", n, "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+// follow applies the queue to the index, every Poll or when a search waits, until ctx
+// ends; a failed batch is tried again after a backoff.
+func (x *Indexer) follow(ctx context.Context) {
+	defer x.flush()
 	tick := time.NewTicker(x.opt.Poll)
 	defer tick.Stop()
 	urgent := false // someone waits (CatchUp)
 	for {
-		for {
-			n, deferred, err := x.step(ctx, urgent)
-			if err != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				x.log.Error("search indexer", "err", err)
-				break
-			}
-			if n == 0 || deferred {
-				break
-			}
+		err := x.drain(ctx, urgent)
+		if ctx.Err() != nil {
+			return
 		}
 		x.trim(ctx)
-		urgent = false
+		if err != nil {
+			if !x.failed(ctx, "update", err) {
+				return
+			}
+			continue
+		}
+		x.healed()
 		select {
 		case <-ctx.Done():
-			x.flush()
 			return
 		case <-x.wake:
 			urgent = true
 		case <-tick.C:
+			urgent = false
+		}
+	}
+}
+
+// drain applies batches until the queue is empty or its newest changes are held back.
+func (x *Indexer) drain(ctx context.Context, urgent bool) error {
+	for {
+		n, deferred, err := x.step(ctx, urgent)
+		if err != nil || n == 0 || deferred {
+			return err
 		}
 	}
 }
@@ -260,14 +351,21 @@ func (x *Indexer) flush() {
 	x.trim(ctx)
 }
 
+// trim deletes from the queue what the index has on disk. It is tried at every tick; a
+// store that refuses it (a full disk) is logged when it starts refusing, not every tick.
 func (x *Indexer) trim(ctx context.Context) {
-	if p := x.persisted.Load(); p > x.trimmed {
-		if err := x.src.Trim(ctx, p); err != nil {
-			x.log.Warn("search index queue trim", "err", err)
-			return
-		}
-		x.trimmed = p
+	p := x.persisted.Load()
+	if p <= x.trimmed {
+		return
 	}
+	if err := x.src.Trim(ctx, p); err != nil {
+		if !x.trimFail {
+			x.log.Warn("search index queue trim failed; retrying", "err", err)
+		}
+		x.trimFail = true
+		return
+	}
+	x.trimmed, x.trimFail = p, false
 }
 
 func (x *Indexer) notify() {
@@ -474,7 +572,7 @@ func (x *Indexer) waitFor(ctx context.Context, want int64) (bool, error) {
 // Search answers one page of a search, with every change to the inbox committed before
 // the call: from the index, and from the store for the changes the index does not hold
 // yet (tail.go). When those are too many, or the index is being rebuilt, it waits
-// (bounded) for the indexer instead.
+// (bounded) for the indexer instead, or answers ErrNotReady if the index is degraded.
 func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) {
 	// Changes up to applied are in the index (applied is read before the snapshot is
 	// taken); the tail read sees every change committed before it, so none can slip
@@ -488,6 +586,11 @@ func (x *Indexer) Search(ctx context.Context, req Request) ([]Hit, bool, error) 
 		}
 	}
 	if !ok {
+		// A degraded index will not catch up within the wait, and what it holds is
+		// missing the changes it failed to apply: the search is asked again later.
+		if x.Degraded() {
+			return nil, false, ErrNotReady
+		}
 		if _, err := x.CatchUp(ctx); err != nil {
 			return nil, false, err
 		}

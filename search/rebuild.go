@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // RebuildBatch is how many messages go into one segment during a rebuild: larger batches
@@ -21,7 +22,8 @@ const RebuildBatch = 2000
 // crash leaves the old index as it was. progress, if set, is called as messages are
 // indexed (done of total).
 //
-// It fails if another process (a running server) has the index open.
+// It fails if another process (a running server) has the index open, and as soon as a
+// part of the new index cannot be written (a full disk) rather than wait for room.
 func Rebuild(ctx context.Context, path string, src Source, progress func(done, total int64)) (int64, error) {
 	if _, err := os.Stat(path); err == nil {
 		ix, _, err := Open(path)
@@ -65,7 +67,7 @@ func Rebuild(ctx context.Context, path string, src Source, progress func(done, t
 		// everything before it.
 		persisted := make(chan error, 1)
 		if err = ix.Apply(ix.NewBatch(), seq, store, func(err error) { persisted <- err }); err == nil {
-			err = <-persisted
+			err = waitPersisted(ctx, ix, persisted)
 		}
 	}
 	if cerr := ix.Close(); err == nil {
@@ -85,6 +87,40 @@ func Rebuild(ctx context.Context, path string, src Source, progress func(done, t
 	}
 	os.RemoveAll(old)
 	return n, nil
+}
+
+// errNotWritten is a rebuild's failure to write the index to disk. bleve does not say why
+// (it keeps retrying); a full disk is the likely cause.
+var errNotWritten = errors.New("search: rebuild: the index could not be written to disk (is it full?)")
+
+// waitPersisted waits for the persisted callback of a rebuild's last batch. It stops
+// early when ctx ends (a server stopping), or when bleve failed to write any of the new
+// index: bleve would retry that, without pause, until the disk had room, and the
+// callback would wait as long. The rebuild fails instead, its files are removed, and the
+// indexer tries it again later (retry.go).
+func waitPersisted(ctx context.Context, ix *Index, persisted <-chan error) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-persisted:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("search: rebuild: %w", ctx.Err())
+		case <-tick.C:
+			if err := notWritten(ix); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// notWritten returns errNotWritten once bleve failed to write any part of ix.
+func notWritten(ix *Index) error {
+	if ix.persistFailures() > 0 {
+		return errNotWritten
+	}
+	return nil
 }
 
 // fill indexes every searchable message of src: one goroutine reads the store in row id
@@ -129,9 +165,11 @@ func fill(ctx context.Context, ix *Index, src Source, total int64, progress func
 				for i := range docs {
 					bt.Put(&docs[i])
 				}
-				if err := ix.b.Batch(bt.b); err != nil || bt.err != nil {
+				// Once a segment could not be written the rest would only be held in
+				// memory until the rebuild fails at the end: it fails now.
+				if err := errors.Join(ix.b.Batch(bt.b), bt.err, notWritten(ix)); err != nil {
 					mu.Lock()
-					applyErr = errors.Join(applyErr, err, bt.err)
+					applyErr = errors.Join(applyErr, err)
 					mu.Unlock()
 					cancel()
 					return

@@ -274,6 +274,14 @@ func (s *Server) writeGauges(ctx context.Context, b *strings.Builder) {
 			ready = 1
 		}
 		fmt.Fprintf(b, "inboxd_search_index_ready %d\n", ready)
+		degraded := 0
+		if s.cfg.Search.Degraded() {
+			degraded = 1
+		}
+		header(b, "inboxd_search_index_degraded", "gauge", "1 while the search index fails to open, rebuild or apply changes and is retried with backoff; 0 when it works.")
+		fmt.Fprintf(b, "inboxd_search_index_degraded %d\n", degraded)
+		header(b, "inboxd_search_index_failures_total", "counter", "Failed attempts to open, rebuild or update the search index; each is retried.")
+		fmt.Fprintf(b, "inboxd_search_index_failures_total %d\n", s.cfg.Search.Failures())
 		if err == nil {
 			header(b, "inboxd_search_index_documents", "gauge", "Messages the search index holds.")
 			fmt.Fprintf(b, "inboxd_search_index_documents %d\n", n)

@@ -134,6 +134,10 @@ func TestMetrics(t *testing.T) {
 	c.Check(m["go_memory_total_bytes"] > m["go_memory_released_bytes"], qt.IsTrue)
 	c.Check(m["go_sched_gomaxprocs_threads"], qt.Equals, float64(runtime.GOMAXPROCS(0)))
 	c.Check(m[`inboxd_search_index_ready`], qt.Equals, 1.0)
+	v, ok := m[`inboxd_search_index_degraded`]
+	c.Check(ok && v == 0, qt.IsTrue)
+	v, ok = m[`inboxd_search_index_failures_total`]
+	c.Check(ok && v == 0, qt.IsTrue)
 }
 
 // serveSMTP serves sm on a loopback port until the test ends.
