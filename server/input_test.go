@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"net/url"
 	"testing"
 
@@ -55,4 +56,66 @@ func TestLabelsRefuseControlCharacters(t *testing.T) {
 	// Nothing was sent or relabelled.
 	c.Assert(e.ok("listMessages", "GET", inboxPath(in)+"/messages?labels=sent", e.full, nil)["messages"], qt.HasLen, 0)
 	c.Assert(e.ok("getMessage", "GET", msgPath(in, "<m@x.test>"), e.full, nil)["labels"], qt.DeepEquals, []any{"received", "unread"})
+}
+
+// A quarantined message waits for a person: while it is held no key can add or remove any
+// of its labels, directly or through its thread (403 quarantine_review_required), and
+// nothing is written. It is alone in its thread, so a thread update never reaches it
+// beside other mail.
+func TestQuarantinedMessageLabelsAreFrozen(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	in := e.createInbox("ops")
+	e.deliver(in, db.NewMessage{MessageID: "<spam@x.test>", From: "c@x.test", Subject: "prize", Text: "click",
+		Protection: &db.Protection{Status: db.ProtectionQuarantined, ScannedAt: "2026-11-01T00:00:00.000Z",
+			Authentication: db.Authentication{SPF: "fail", DKIM: "none", DMARC: "fail", SigningDomains: []string{}},
+			Spam:           db.Spam{Score: 9, Threshold: 6}, Antivirus: db.Antivirus{Status: "clean", Signatures: []string{}}, Reasons: []string{"spam"}}})
+	// Mail that refers to the held message starts a thread of its own.
+	e.deliver(in, db.NewMessage{MessageID: "<re@x.test>", From: "c@x.test", Subject: "Re: prize", Text: "?", ThreadCandidates: []string{"<spam@x.test>"}})
+	spamPath := msgPath(in, "<spam@x.test>")
+	held := e.ok("getMessage", "GET", spamPath, e.full, nil)
+	spamThread := inboxPath(in) + "/threads/" + held["threadId"].(string)
+	other := e.ok("getMessage", "GET", msgPath(in, "<re@x.test>"), e.full, nil)
+	c.Assert(other["threadId"], qt.Not(qt.Equals), held["threadId"])
+	c.Assert(e.ok("getThread", "GET", spamThread, e.full, nil)["messageCount"], qt.Equals, 1.0)
+
+	mailbox := e.mailboxKey("acme", in)
+	for _, change := range []map[string]any{
+		{"addLabels": []string{"received"}},
+		{"addLabels": []string{"sent"}},
+		{"addLabels": []string{"trash"}},
+		{"addLabels": []string{"QUARANTINED"}},
+		{"addLabels": []string{"unread", "custom"}},
+		{"removeLabels": []string{"trash"}}, // one it does not carry
+		{"addLabels": []string{"x"}, "removeLabels": []string{"x"}},
+		{"removeLabels": []string{"quarantined"}},
+	} {
+		for _, key := range []string{e.full, mailbox} {
+			e.fails(403, "quarantine_review_required", "PATCH", spamPath+"/labels", key, change)
+			e.fails(403, "quarantine_review_required", "PATCH", spamThread+"/labels", key, change)
+		}
+	}
+	cs := e.mcpSession(e.full)
+	toolFails(t, cs, 403, "quarantine_review_required", "update_message_labels", map[string]any{"inboxId": in, "messageId": "<spam@x.test>", "addLabels": []string{"trash"}})
+	toolFails(t, cs, 403, "quarantine_review_required", "update_thread_labels", map[string]any{"inboxId": in, "threadId": held["threadId"], "addLabels": []string{"trash"}})
+
+	// Nothing was written: the message and its thread carry only quarantined.
+	c.Assert(e.ok("getMessage", "GET", spamPath, e.full, nil)["labels"], qt.DeepEquals, []any{"quarantined"})
+	c.Assert(e.ok("getThread", "GET", spamThread, e.full, nil)["labels"], qt.DeepEquals, []any{"quarantined"})
+	// An empty change asks for nothing and gets nothing.
+	e.ok("updateMessageLabels", "PATCH", spamPath+"/labels", e.full, map[string]any{})
+	// Other mail is labelled as ever.
+	e.ok("updateThreadLabels", "PATCH", inboxPath(in)+"/threads/"+other["threadId"].(string)+"/labels", e.full, map[string]any{"addLabels": []string{"vip"}})
+	c.Assert(e.ok("getMessage", "GET", msgPath(in, "<re@x.test>"), e.full, nil)["labels"], qt.DeepEquals, []any{"received", "unread", "vip"})
+
+	// Once a person releases it, it is ordinary mail again.
+	items, _, err := e.store.ListQuarantined(ctx, db.QuarantineFilter{Inbox: in})
+	c.Assert(err, qt.IsNil)
+	c.Assert(items, qt.HasLen, 1)
+	released, err := e.store.ReleaseMessage(ctx, items[0].UUID, db.Actor{Name: "admin"})
+	c.Assert(err, qt.IsNil)
+	c.Assert(released, qt.IsTrue)
+	e.ok("updateMessageLabels", "PATCH", spamPath+"/labels", e.full, map[string]any{"removeLabels": []string{"unread"}, "addLabels": []string{"checked"}})
+	c.Assert(e.ok("getMessage", "GET", spamPath, e.full, nil)["labels"], qt.DeepEquals, []any{"checked", "received"})
 }
