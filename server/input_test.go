@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -118,4 +120,76 @@ func TestQuarantinedMessageLabelsAreFrozen(t *testing.T) {
 	c.Assert(released, qt.IsTrue)
 	e.ok("updateMessageLabels", "PATCH", spamPath+"/labels", e.full, map[string]any{"removeLabels": []string{"unread"}, "addLabels": []string{"checked"}})
 	c.Assert(e.ok("getMessage", "GET", spamPath, e.full, nil)["labels"], qt.DeepEquals, []any{"checked", "received"})
+}
+
+// A key repeated within one JSON object is refused (422 invalid_argument naming the key by
+// its path), in every body: REST, with or without the Idempotency-Key header, and MCP
+// tool arguments; a JSON-RPC message that repeats its own members is an Invalid Request.
+// Before, the last value won: two "to" fields sent to the second.
+func TestDuplicateKeysRefused(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(t)
+	in := e.createInbox("ops")
+	e.deliver(in, db.NewMessage{MessageID: "<m@x.test>", From: "a@x.test", Subject: "s", Text: "t"})
+	const twice = ": appears more than once in its object; give each key once"
+	att := `{"filename":"a.txt","contentType":"text/plain","content":"aGk="}`
+	for _, tt := range []struct {
+		method, path, body, field string
+		headers                   []string
+	}{
+		{"POST", inboxPath(in) + "/messages/send", `{"to":["first@example.test"],"text":"hi","idempotencyKey":"k1","to":["second@example.test"]}`, "to", nil},
+		{"POST", inboxPath(in) + "/messages/send", `{"to":["first@example.test"],"text":"hi","t\u006f":["second@example.test"]}`, "to", []string{"Idempotency-Key", "k2"}},
+		{"POST", inboxPath(in) + "/messages/send", `{"to":["a@example.test"],"text":"hi","idempotencyKey":"k3","attachments":[` + att + `,{"filename":"b.txt","contentType":"text/plain","filename":"b.exe","content":""}]}`, "attachments[1].filename", nil},
+		{"POST", msgPath(in, "<m@x.test>") + "/reply", `{"text":"yes","text":"no","idempotencyKey":"r1"}`, "text", nil},
+		{"PATCH", msgPath(in, "<m@x.test>") + "/labels", `{"addLabels":["keep"],"addLabels":["trash"]}`, "addLabels", nil},
+		{"PATCH", inboxPath(in), `{"group":"a","group":null}`, "group", nil},
+		{"POST", "/v1/inboxes", `{"username":"one","username":"two"}`, "username", nil},
+	} {
+		r := e.fails(422, "invalid_argument", tt.method, tt.path, e.full, tt.body, tt.headers...)
+		c.Check(errMessage(t, r), qt.Equals, tt.field+twice, qt.Commentf("%s", tt.body))
+	}
+	// Nothing was written.
+	c.Assert(e.ok("listMessages", "GET", inboxPath(in)+"/messages?labels=sent", e.full, nil)["messages"], qt.HasLen, 0)
+	c.Assert(e.ok("getMessage", "GET", msgPath(in, "<m@x.test>"), e.full, nil)["labels"], qt.DeepEquals, []any{"received", "unread"})
+	c.Assert(e.ok("getInbox", "GET", inboxPath(in), e.full, nil)["group"], qt.IsNil)
+	c.Assert(e.ok("listInboxes", "GET", "/v1/inboxes", e.full, nil)["inboxes"], qt.HasLen, 1)
+	// The header still merges into a body that repeats nothing.
+	e.ok("send", "POST", inboxPath(in)+"/messages/send", e.full, ` {"to": ["a@example.test"], "text": "hi"}`, "Idempotency-Key", "k4")
+	r := e.fails(422, "invalid_argument", "POST", inboxPath(in)+"/messages/send", e.full, "{ \n}", "Idempotency-Key", "k5")
+	c.Check(errMessage(t, r), qt.Equals, "to: is required")
+
+	// MCP: a tool's arguments are a body like any other.
+	call := func(id int, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send","arguments":%s}}`, id, args)
+	}
+	for id, tt := range map[int]struct{ args, field string }{
+		1: {`{"inboxId":"` + in + `","to":["first@example.test"],"text":"hi","idempotencyKey":"m1","to":["second@example.test"]}`, "to"},
+		2: {`{"inboxId":"` + in + `","to":["a@example.test"],"text":"hi","idempotencyKey":"m2","attachments":[{"filename":"a","filename":"b","contentType":"text/plain","content":""}]}`, "attachments[0].filename"},
+		3: {`{"inboxId":"` + in + `","inboxId":"other@inboxd.test","to":["a@example.test"],"text":"hi","idempotencyKey":"m3"}`, "inboxId"},
+	} {
+		r := e.mcpPost(e.full, call(id, tt.args))
+		c.Assert(r.status, qt.Equals, 200, qt.Commentf("%s", r.body))
+		var res struct {
+			Result struct {
+				IsError bool
+				Content []struct{ Text string }
+			}
+		}
+		c.Assert(json.Unmarshal(r.body, &res), qt.IsNil, qt.Commentf("%s", r.body))
+		c.Assert(res.Result.IsError, qt.IsTrue, qt.Commentf("%s", r.body))
+		c.Check(res.Result.Content[0].Text, qt.Equals, `{"error":{"code":"invalid_argument","message":"`+tt.field+twice+`","status":422,"transient":false}}`)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"get_usage","name":"delete_inbox","arguments":{"inboxId":"` + in + `"}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/list","method":"tools/call","params":{"name":"get_usage"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"send","arguments":{"x":1,"x":2},"arguments":{}}}`,
+	} {
+		r := e.mcpPost(e.full, body)
+		c.Assert(r.status, qt.Equals, 400, qt.Commentf("%s", r.body))
+		rpcErr := r.json(t)["error"].(map[string]any)
+		c.Check(rpcErr["code"], qt.Equals, -32600.0)
+		c.Check(rpcErr["message"], qt.Matches, `Invalid Request: (params\.name|method|params\.arguments)`+twice)
+	}
+	c.Assert(e.ok("listMessages", "GET", inboxPath(in)+"/messages?labels=sent", e.full, nil)["messages"], qt.HasLen, 1) // k4 alone
+	e.ok("getInbox", "GET", inboxPath(in), e.full, nil)                                                                 // not deleted
 }
