@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -192,4 +194,102 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	}
 	c.Assert(e.ok("listMessages", "GET", inboxPath(in)+"/messages?labels=sent", e.full, nil)["messages"], qt.HasLen, 1) // k4 alone
 	e.ok("getInbox", "GET", inboxPath(in), e.full, nil)                                                                 // not deleted
+}
+
+// HEAD answers wherever GET does, with GET's status and headers (Content-Length,
+// Content-Type, Content-Disposition, ...) and no body. It has none of GET's effects: a
+// HEAD of a held message's review page is not a view in the audit log.
+func TestHeadAnswersLikeGet(t *testing.T) {
+	c := qt.New(t)
+	d := newDashEnv(t)
+	in := d.inbox
+	d.deliver(in, db.NewMessage{MessageID: "<att@x>", From: "a@x.test", Subject: "invoice", Text: "see attached",
+		Attachments: []db.NewAttachment{{Filename: "invoice 1.pdf", ContentType: "application/pdf", Content: []byte("%PDF-1.4 invoice")}}})
+	m := d.ok("getMessage", "GET", msgPath(in, "<att@x>"), d.full, nil)
+	attPath := msgPath(in, "<att@x>") + "/attachments/" + m["attachments"].([]any)[0].(map[string]any)["attachmentId"].(string)
+	download := strings.TrimPrefix(d.ok("getAttachment", "GET", attPath, d.full, nil)["downloadUrl"].(string), d.url)
+	d.receive(spamMail("spam@x"))
+	b := d.browser()
+	b.loggedIn()
+	review := "/dashboard/messages/" + b.reviewID("WINNER")
+	anonymous := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	fetch := func(client *http.Client, method, path, key string) page {
+		req, err := http.NewRequest(method, d.url+path, nil)
+		c.Assert(err, qt.IsNil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := client.Do(req)
+		c.Assert(err, qt.IsNil)
+		return readPage(t, res)
+	}
+	for _, tt := range []struct {
+		path    string
+		key     string
+		session bool // the logged-in dashboard browser asks
+		status  int
+	}{
+		{"/healthz", "", false, 200},
+		{"/openapi.json", "", false, 200},
+		{"/metrics", "", false, 200},
+		{"/v1/inboxes", d.full, false, 200},
+		{inboxPath(in), d.full, false, 200},
+		{inboxPath(in) + "/messages?labels=unread&limit=5", d.full, false, 200},
+		{msgPath(in, "<att@x>") + "?includeHtml=true", d.full, false, 200},
+		{attPath, d.full, false, 200},
+		{inboxPath(in) + "/threads", d.full, false, 200},
+		{inboxPath(in) + "/threads/" + m["threadId"].(string), d.full, false, 200},
+		{"/v1/usage", d.full, false, 200},
+		{download, "", false, 200},
+		{strings.Replace(download, "signature=", "signature=0", 1), "", false, 401},
+		{msgPath(in, "<missing@x>"), d.full, false, 404},
+		{inboxPath(in) + "/messages?limit=0", d.full, false, 422},
+		{"/v1/inboxes", "", false, 401},
+		{"/dashboard", "", false, 303},
+		{"/dashboard/", "", false, 303},
+		{"/dashboard/login", "", false, 200},
+		{"/dashboard/static/style.css", "", false, 200},
+		{"/dashboard/", "", true, 200},
+		{review, "", true, 200},
+		{"/dashboard/audit", "", true, 200},
+	} {
+		client := anonymous
+		if tt.session {
+			client = b.c
+		}
+		head := fetch(client, "HEAD", tt.path, tt.key)
+		get := fetch(client, "GET", tt.path, tt.key)
+		c.Check(get.status, qt.Equals, tt.status, qt.Commentf("GET %s: %s", tt.path, get.body))
+		c.Check(head.status, qt.Equals, get.status, qt.Commentf("HEAD %s", tt.path))
+		c.Check(head.body, qt.Equals, "", qt.Commentf("HEAD %s", tt.path))
+		delete(get.header, "Date")
+		delete(head.header, "Date")
+		if tt.path == "/metrics" { // the counters of the HEAD itself are in the GET's body
+			delete(get.header, "Content-Length")
+		}
+		if !tt.session && tt.path == "/dashboard/login" { // a new browser gets a new login token
+			c.Check(head.header.Get("Set-Cookie"), qt.Matches, "inboxd_login=.*")
+			delete(get.header, "Set-Cookie")
+			delete(head.header, "Set-Cookie")
+		}
+		c.Check(head.header, qt.DeepEquals, get.header, qt.Commentf("HEAD %s", tt.path))
+	}
+	// The attachment's headers say what a GET delivers.
+	dl := fetch(anonymous, "HEAD", download, "")
+	c.Check(dl.header.Get("Content-Length"), qt.Equals, "16")
+	c.Check(dl.header.Get("Content-Disposition"), qt.Equals, "attachment; filename*=UTF-8''invoice%201.pdf")
+	// One view of the held message: the GET's, not the HEAD's.
+	views := 0
+	for _, a := range auditActions(t, d.store) {
+		if a == "view" {
+			views++
+		}
+	}
+	c.Check(views, qt.Equals, 1)
+	// Where there is no GET, HEAD is what it was: 404 on a POST-only or unknown path, 405
+	// at /mcp.
+	c.Check(fetch(anonymous, "HEAD", "/nowhere", "").status, qt.Equals, 404)
+	c.Check(fetch(anonymous, "HEAD", inboxPath(in)+"/setup", d.full).status, qt.Equals, 404)
+	c.Check(fetch(anonymous, "HEAD", "/mcp", d.full).status, qt.Equals, 405)
 }
