@@ -284,8 +284,8 @@ func goValue(x any, typ string) (any, error) {
 // body means {}. Bytes that are not UTF-8 JSON, a body that is not an object, or a body
 // that repeats a path parameter are Syntax errors; a key repeated within an object, schema
 // violations, NUL characters, lone surrogates and the cross-field rules of send, reply and
-// createInbox are 422 naming the field. For send and reply the server merges an Idempotency-Key header into the body
-// first, since the schema requires idempotencyKey.
+// createInbox are 422 naming the field. For send and reply the server merges an
+// Idempotency-Key header into the body first, since the schema requires idempotencyKey.
 func (v *Validator) Body(opID string, raw []byte) error {
 	bs, ok := v.body[opID]
 	if !ok {

@@ -213,7 +213,7 @@ func mergeIdempotencyHeader(r *http.Request, body []byte) ([]byte, error) {
 		return body, nil
 	}
 	value, _ := json.Marshal(key)
-	rest := body[bytes.IndexByte(body, '{')+1:] // a JSON object: its first byte but spaces is {
+	rest := body[bytes.IndexByte(body, '{')+1:] // an object: after any spaces, { comes first
 	merged := append(append([]byte(`{"idempotencyKey":`), value...), ',')
 	if len(obj) == 0 {
 		merged = merged[:len(merged)-1] // {} has no member to separate from
