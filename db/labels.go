@@ -7,7 +7,8 @@ import (
 )
 
 // Label changes (API-NOTES section 4): a message op changes one message, a thread op every
-// message of the thread; both refuse the quarantined label, and removal wins over an add.
+// message of the thread; both refuse the quarantined label and any change to quarantined
+// mail, and removal wins over an add.
 
 // UpdateMessageLabels adds and removes labels on one message.
 //
@@ -42,8 +43,29 @@ func (s *Store) relabel(ctx context.Context, add, remove []string, find string, 
 		if err != nil {
 			return err
 		}
+		if len(add)+len(remove) > 0 {
+			if err := refuseQuarantined(ctx, tx, what, where, id); err != nil {
+				return err
+			}
+		}
 		return applyLabels(ctx, tx, add, remove, where, id)
 	})
+}
+
+// refuseQuarantined keeps the labels of held mail as the scanner set them until a person
+// has reviewed it: a quarantined message carries only `quarantined`, and an added `trash`,
+// `received` or `sent` would move it between the views that depend on them. It runs in
+// the change's transaction, before any write. Quarantined mail is alone in its thread
+// (chooseThread), so a thread change that reaches it reaches nothing else.
+func refuseQuarantined(ctx context.Context, tx *sql.Tx, what, where string, id int64) error {
+	var held bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.quarantined = 1 AND "+where+")", id).Scan(&held); err != nil {
+		return err
+	}
+	if held {
+		return Errorf(ECodeQuarantineReview, "%s is held in quarantine: its labels can change only after a person releases it in the review dashboard", what)
+	}
+	return nil
 }
 
 // checkLabelChange refuses label changes an API key may not make.

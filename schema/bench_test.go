@@ -33,6 +33,25 @@ func BenchmarkBodySend2MiBAttachments(b *testing.B) {
 	}
 }
 
+// BenchmarkDuplicateKey is the repeated-key check alone, on the bodies above: its share of
+// Body's time is what it costs every request.
+func BenchmarkDuplicateKey(b *testing.B) {
+	for name, body := range map[string]string{
+		"SendSmall":           obj(sendBase, map[string]any{"cc": emails(3), "subject": "Hello", "html": "<p>Hello</p>", "labels": []string{"x"}}),
+		"Send2MiBAttachments": obj(sendBase, map[string]any{"attachments": []any{attachment(map[string]any{"content": b64(1 << 20)}), attachment(map[string]any{"content": b64(1 << 20)})}}),
+	} {
+		raw := []byte(body)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if err := duplicateKey(raw, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkQueryListMessages(b *testing.B) {
 	v, err := New()
 	if err != nil {

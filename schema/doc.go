@@ -15,8 +15,9 @@
 // completes the sentence "FIELD: must be ..." of its validation error.
 //
 // Beyond the schemas, in Go: precheck.go (lengths and canonical base64, before any pattern
-// runs over a large value), crossfield.go (limits that span fields, spec section 8), and
-// email.go (ValidEmail, compiled from the same "email" definition).
+// runs over a large value), crossfield.go (limits that span fields, spec section 8),
+// duplicate.go (a key repeated within an object, which decoding would hide), and rule.go
+// (ValidEmail and ValidLabel, compiled from the same "email" and "label" definitions).
 //
 // The MCP tool input schemas (API-NOTES section 13) are meant to be composed from the
 // same maps: an object of the operation's path parameters (sources.path, all required)

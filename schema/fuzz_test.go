@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -50,6 +51,9 @@ func FuzzBody(f *testing.F) {
 		{"updateThreadLabels", `{"addLabels": ["trash"]}`},
 		{"deleteInbox", ``},
 		{"finishInboxSetup", `{}`},
+		{"send", `{"to": ["a@example.com"], "text": "x", "idempotencyKey": "k4", "to": ["b@example.com"]}`},
+		{"send", `{"to": ["a@example.com"], "text": "x", "idempotencyKey": "k5", "attachments": [{"filename": "a", "file\u006eame": "b", "contentType": "text/plain", "content": ""}]}`},
+		{"updateMessageLabels", `{"addLabels": ["a\u001b[31m", "b\r\n", "c\u0085"]}`},
 	} {
 		f.Add(index(seed.op), []byte(seed.body))
 	}
@@ -81,6 +85,17 @@ func FuzzBody(f *testing.F) {
 			for _, a := range list {
 				if s, _ := a.(string); hasControl(s) {
 					t.Errorf("%s accepted %s address %q", id, name, s)
+				}
+			}
+		}
+		if key, dup := repeatedKey(body); dup {
+			t.Errorf("%s accepted a body that repeats %q", id, key)
+		}
+		for _, name := range []string{"labels", "addLabels", "removeLabels"} {
+			list, _ := doc[name].([]any)
+			for _, l := range list {
+				if s, _ := l.(string); hasControl(s) {
+					t.Errorf("%s accepted label %q", id, s)
 				}
 			}
 		}
@@ -140,6 +155,44 @@ func checkClientError(t *testing.T, err error) {
 	if e.Message == "" || (e.Field != "" && !strings.HasPrefix(e.Message, e.Field+": ")) {
 		t.Fatalf("message %q does not name field %q", e.Message, e.Field)
 	}
+}
+
+// repeatedKey finds a key repeated within one object of a valid JSON document by
+// decoding it token by token: a second implementation to hold DuplicateKey to.
+func repeatedKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var walk func() (string, bool)
+	walk = func() (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, _ := dec.Token()
+				key, _ := k.(string)
+				if seen[key] {
+					return key, true
+				}
+				seen[key] = true
+				if key, dup := walk(); dup {
+					return key, true
+				}
+			}
+			dec.Token() // }
+		case json.Delim('['):
+			for dec.More() {
+				if key, dup := walk(); dup {
+					return key, true
+				}
+			}
+			dec.Token() // ]
+		}
+		return "", false
+	}
+	return walk()
 }
 
 func hasControl(s string) bool {

@@ -282,10 +282,10 @@ func goValue(x any, typ string) (any, error) {
 
 // Body validates a request body (raw bytes) of a POST, PATCH or DELETE operation. An empty
 // body means {}. Bytes that are not UTF-8 JSON, a body that is not an object, or a body
-// that repeats a path parameter are Syntax errors; schema violations, NUL characters, lone
-// surrogates and the cross-field rules of send, reply and createInbox are 422 naming the
-// field. For send and reply the server merges an Idempotency-Key header into the body
-// first, since the schema requires idempotencyKey.
+// that repeats a path parameter are Syntax errors; a key repeated within an object, schema
+// violations, NUL characters, lone surrogates and the cross-field rules of send, reply and
+// createInbox are 422 naming the field. For send and reply the server merges an
+// Idempotency-Key header into the body first, since the schema requires idempotencyKey.
 func (v *Validator) Body(opID string, raw []byte) error {
 	bs, ok := v.body[opID]
 	if !ok {
@@ -310,6 +310,11 @@ func (v *Validator) Body(opID string, raw []byte) error {
 		if _, dup := obj[p]; dup {
 			return syntaxError(p, "belongs in the URL path and may not be repeated in the body")
 		}
+	}
+	// Before the schema: the decoded body holds only the last of a repeated key's values,
+	// and an error about that value would mislead.
+	if e := duplicateKey(raw, 0); e != nil {
+		return e
 	}
 	if errs := bs.validate(obj, "", "field"); len(errs) > 0 {
 		return errs[0]

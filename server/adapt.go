@@ -230,7 +230,9 @@ func plainJSON(r *http.Request) error {
 }
 
 // mergeIdempotencyHeader lets the Idempotency-Key header stand in for the body field. When
-// both are given they must agree.
+// both are given they must agree. The key is written in as the body's first member and the
+// rest is kept byte for byte, so the validator sees what the client sent (a re-encoded
+// map would have dropped a repeated key, which must be refused).
 func mergeIdempotencyHeader(r *http.Request, body []byte) ([]byte, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" {
@@ -247,8 +249,13 @@ func mergeIdempotencyHeader(r *http.Request, body []byte) ([]byte, error) {
 		}
 		return body, nil
 	}
-	obj["idempotencyKey"], _ = json.Marshal(key)
-	return json.Marshal(obj)
+	value, _ := json.Marshal(key)
+	rest := body[bytes.IndexByte(body, '{')+1:] // an object: after any spaces, { comes first
+	merged := append(append([]byte(`{"idempotencyKey":`), value...), ',')
+	if len(obj) == 0 {
+		merged = merged[:len(merged)-1] // {} has no member to separate from
+	}
+	return append(merged, rest...), nil
 }
 
 // queryInt and friends read validated query values; the validator applied defaults.

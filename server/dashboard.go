@@ -398,8 +398,8 @@ func (d *dashboard) handleMessage(q *request) error {
 	if err != nil {
 		return err
 	}
-	if m.Quarantined {
-		// Reading held mail is itself worth a line in the log.
+	if m.Quarantined && !isHead(q.r) {
+		// Reading held mail is itself worth a line in the log; a HEAD reads nothing.
 		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: q.sess.operator, Action: "view", AccountID: m.AccountID,
 			Inbox: m.Inbox, MessageID: m.MessageID, Remote: clientIP(q.r)}); err != nil {
 			return err

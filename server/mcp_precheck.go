@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/inboxd/inboxd/schema"
 )
 
 // The MCP SDK answers a body it cannot take as a JSON-RPC message with a plain-text 400
@@ -11,7 +13,8 @@ import (
 // jsonRPCProblem finds those bodies first, so they get JSON answers: the API's error
 // shape for the Content-Type, and a JSON-RPC error response (id null, HTTP 400) for the
 // message itself, -32700 when it is not JSON, -32600 when it is not a JSON-RPC 2.0
-// request, notification or response.
+// request, notification or response, or repeats a member of its own or of its params (a
+// tool's arguments are checked by the tool, as a REST body is).
 func jsonRPCProblem(body []byte) (code int, message string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return -32700, "Parse error: the body is empty"
@@ -23,6 +26,9 @@ func jsonRPCProblem(body []byte) (code int, message string) {
 			return -32700, "Parse error: the body is not JSON"
 		}
 		return -32600, "Invalid Request: the body must be one JSON-RPC message, an object"
+	}
+	if err := schema.DuplicateKey(body, 2); err != nil {
+		return -32600, "Invalid Request: " + err.Error()
 	}
 	var version string
 	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" {

@@ -515,6 +515,7 @@ func TestMCPStdioAnswersMalformedLinesAndGoesOn(t *testing.T) {
 		``,
 		`[]`,
 		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list","id":4}`, // which request would an answer be to?
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 	}, "\n") + "\n"
@@ -537,7 +538,7 @@ func TestMCPStdioAnswersMalformedLinesAndGoesOn(t *testing.T) {
 		answers[string(m.ID)] = m.Error.Code
 	}
 	c.Assert(answers, qt.DeepEquals, map[string]float64{"1": 0, "2": 0})
-	c.Assert(nullIDs, qt.DeepEquals, []float64{-32700, -32600, -32600})
+	c.Assert(nullIDs, qt.DeepEquals, []float64{-32700, -32600, -32600, -32600})
 }
 
 // lockedBuffer is a bytes.Buffer safe for the stdio server's writers.

@@ -137,6 +137,10 @@ func (tc *toolCaller) restRequest(ctx context.Context, op schema.Operation, raw 
 		if err := json.Unmarshal(t, &args); err != nil || args == nil {
 			return nil, db.Errorf(db.ECodeInvalidRequest, "arguments must be a JSON object")
 		}
+		// Refused as the REST body would be: the map above keeps only a repeated key's last value.
+		if err := schema.DuplicateKey(t, 0); err != nil {
+			return nil, err
+		}
 	}
 	path := op.Path
 	for _, name := range op.PathParams {

@@ -4,6 +4,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -86,6 +87,12 @@ func (s *Server) routes() *httprouter.Router {
 	r.HandleMethodNotAllowed = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodHead { // every GET route serves HEAD, from here (asGet)
+			if h, ps, _ := r.Lookup(http.MethodGet, req.URL.Path); h != nil {
+				h(w, asGet(req), ps)
+				return
+			}
+		}
 		writeError(w, db.Errorf(db.ECodeNotFound, "no route for %s %s", req.Method, req.URL.Path), s.log)
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
@@ -156,7 +163,6 @@ func (s *Server) routes() *httprouter.Router {
 		}))
 	}
 	r.GET("/healthz", s.handleHealth)
-	r.HEAD("/healthz", s.handleHealth) // load balancers and monitors often probe with HEAD
 	r.GET("/openapi.json", s.handleOpenAPI)
 	r.GET("/metrics", s.handleMetrics)
 	r.GET("/attachments/:inbox/:message/:attachment", s.handleDownload)
@@ -167,6 +173,23 @@ func (s *Server) routes() *httprouter.Router {
 	s.dash.register(r) // the quarantine review dashboard, /dashboard/...
 	return r
 }
+
+// headKey marks a HEAD request served by a GET route (asGet).
+type headKey struct{}
+
+// asGet lets a GET route serve a HEAD request, which httprouter answers only on routes
+// registered for it: HEAD is GET without the body (RFC 9110 section 9.3.2). The handler
+// runs as for GET, so the status and headers are GET's by construction (Content-Length
+// included), and net/http drops the body it writes. A handler whose GET has an effect
+// beyond its answer skips it when isHead.
+func asGet(r *http.Request) *http.Request {
+	get := r.WithContext(context.WithValue(r.Context(), headKey{}, true))
+	get.Method = http.MethodGet
+	return get
+}
+
+// isHead reports whether a request a GET route serves is a HEAD (asGet).
+func isHead(r *http.Request) bool { return r.Context().Value(headKey{}) != nil }
 
 // absent answers an operation of the contract that this build does not serve yet.
 func absent(op schema.Operation, log *slog.Logger) http.HandlerFunc {
