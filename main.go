@@ -183,6 +183,9 @@ type Main struct {
 	// MetricsToken, when set, is the bearer token GET /metrics needs (README "Logs and
 	// metrics").
 	MetricsToken string
+	// TrustedProxies are the addresses and CIDR prefixes of reverse proxies whose
+	// X-Forwarded-For names the client (README "Protection and quarantine").
+	TrustedProxies []string
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -242,7 +245,7 @@ func ignoreErr(f func() error) func() error { return func() error { f(); return 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	m := &Main{Stdout: stdout}
-	var seeds multiFlag
+	var seeds, proxies multiFlag
 	fs.StringVar(&m.DBPath, "db", "inboxd.db", "SQLite database file")
 	fs.StringVar(&m.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
@@ -264,6 +267,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
+	fs.Var(&proxies, "trusted-proxy", "reverse proxy whose X-Forwarded-For names the client: IP addresses and CIDR prefixes, comma-separated or repeated (default: none; the peer is the client)")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&m.PProf, "pprof", "", "serve Go's CPU and heap profiles at /debug/pprof/ on this loopback HOST:PORT (default: off)")
 	if err := parseWithEnv(fs, args); err != nil {
@@ -278,7 +282,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{"--admin-password (or INBOXD_ADMIN_PASSWORD): " + err.Error()}
 		}
 	}
-	m.Seeds = seeds
+	m.Seeds, m.TrustedProxies = seeds, proxies
 	switch *logFormat {
 	case "text":
 		m.Log = slog.New(slog.NewTextHandler(stderr, nil))
@@ -319,6 +323,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return usageError{fmt.Sprintf("--base-url %q: want the public http:// or https:// URL of the server, such as https://mail.example.com", m.BaseURL)}
 		}
+	}
+	proxies, err := server.ParseTrustedProxies(m.TrustedProxies)
+	if err != nil {
+		return usageError{"--trusted-proxy: " + err.Error()}
 	}
 	defer func() {
 		if err != nil {
@@ -398,7 +406,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.closers.add(m.search.Close)
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, TrustedProxies: proxies}, m.Log)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Config struct {
 	// with the SMTP listener. MetricsToken, when set, is the bearer token /metrics needs.
 	Metrics      *Metrics
 	MetricsToken string
+	// TrustedProxies are the reverse proxies (--trusted-proxy) whose X-Forwarded-For
+	// names the client; the dashboard's login throttle and audit log go by that client.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves the HTTP API.
