@@ -212,6 +212,9 @@ type Main struct {
 	// MailBudget bounds the bytes of mail and request bodies processed at once (README
 	// "Limits"); 0 is server.DefaultBudget.
 	MailBudget int64
+	// TrustedProxies are the addresses and CIDR prefixes of reverse proxies whose
+	// X-Forwarded-For names the client (README "Protection and quarantine").
+	TrustedProxies []string
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -271,7 +274,7 @@ func ignoreErr(f func() error) func() error { return func() error { f(); return 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	m := &Main{Stdout: stdout}
-	var seeds multiFlag
+	var seeds, proxies multiFlag
 	fs.StringVar(&m.DBPath, "db", "inboxd.db", "SQLite database file")
 	fs.StringVar(&m.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
@@ -295,6 +298,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
+	fs.Var(&proxies, "trusted-proxy", "reverse proxy whose X-Forwarded-For names the client: IP addresses and CIDR prefixes, comma-separated or repeated (default: none; the peer is the client)")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
 	budget := byteSize(server.DefaultBudget)
 	fs.Var(&budget, "mail-budget", "bytes of mail and request bodies processed at once; more waits, then gets SMTP 451 4.3.1 or HTTP 503 (default 48MiB)")
@@ -317,7 +321,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if m.SMTPMaxSession <= 0 {
 		return usageError{fmt.Sprintf("--smtp-max-session %v: use a positive duration, such as 10m", m.SMTPMaxSession)}
 	}
-	m.Seeds = seeds
+	m.Seeds, m.TrustedProxies = seeds, proxies
 	m.MailBudget = int64(budget)
 	switch *logFormat {
 	case "text":
@@ -359,6 +363,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return usageError{fmt.Sprintf("--base-url %q: want the public http:// or https:// URL of the server, such as https://mail.example.com", m.BaseURL)}
 		}
+	}
+	proxies, err := server.ParseTrustedProxies(m.TrustedProxies)
+	if err != nil {
+		return usageError{"--trusted-proxy: " + err.Error()}
 	}
 	defer func() {
 		if err != nil {
@@ -440,7 +448,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.closers.add(m.search.Close)
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies}, m.Log)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"embed"
 	"errors"
-	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -38,17 +38,22 @@ type dashboard struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	sessions sessions
-	limiter  limiter
-	secure   bool // cookies only over HTTPS (the base URL is https)
+	throttle throttle      // login attempts per client (dashboard_throttle.go)
+	checks   chan struct{} // password checks under way, at most loginChecks
+	logins   loginCounts   // for /metrics
+	secure   bool          // cookies only over HTTPS (the base URL is https)
 
 	dummyOnce sync.Once
 	dummyHash []byte // compared against when no password is stored
+
+	proxyWarning sync.Once // logged at the first login through a proxy that is not trusted
 }
 
 func newDashboard(s *Server) (*dashboard, error) {
 	d := &dashboard{s: s, pages: map[string]*template.Template{}, secure: strings.HasPrefix(s.cfg.BaseURL, "https://")}
 	d.sessions.m = map[[32]byte]*session{}
-	d.limiter.perIP = map[string][]time.Time{}
+	d.throttle.clients = map[netip.Prefix]*tries{}
+	d.checks = make(chan struct{}, loginChecks)
 	funcs := template.FuncMap{
 		"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"score": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
@@ -255,7 +260,7 @@ func (d *dashboard) actor(q *request) db.Actor {
 	if q.sess != nil {
 		name = q.sess.operator
 	}
-	return db.Actor{Name: name, Remote: clientIP(q.r)}
+	return db.Actor{Name: name, Remote: d.remote(q.r)}
 }
 
 func (d *dashboard) cookie(name, value string, maxAge int) *http.Cookie {
@@ -285,34 +290,40 @@ func (d *dashboard) loginPage(q *request, status int, problem string) error {
 }
 
 // POST /dashboard/login
+//
+// The attempt is counted before the password is checked, and the check waits (briefly) for
+// its turn: dashboard_throttle.go.
 func (d *dashboard) handleLogin(q *request) error {
 	ctx := q.r.Context()
-	now := d.s.now()
-	ip := clientIP(q.r)
 	c, err := q.r.Cookie(loginCookie)
 	if err != nil || !equalTokens(q.r.PostForm.Get("csrf"), c.Value) {
 		return d.loginPage(q, http.StatusForbidden, "The login form expired. Please try again.")
 	}
-	if ok, wait := d.limiter.allowed(ip, now); !ok {
-		d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login_limited", Remote: ip})
-		q.w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		return d.loginPage(q, http.StatusTooManyRequests,
-			fmt.Sprintf("Too many failed attempts. Try again in %d minutes.", int(wait.Minutes())+1))
+	addr := d.s.clientAddr(q.r)
+	d.warnUntrustedProxy(q.r)
+	key := clientKey(addr)
+	if no := d.throttle.reserve(key, d.s.now()); no.wait > 0 {
+		return d.loginRefused(q, addr, no)
 	}
-	ok, err := d.checkPassword(ctx, q.r.PostForm.Get("password"))
+	ok, checked, err := d.checkBounded(ctx, q.r.PostForm.Get("password"))
+	d.throttle.finish(key, outcomeOf(ok, checked), d.s.now())
 	if err != nil {
 		return err
 	}
-	if !ok {
-		d.limiter.failed(ip, now)
-		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login_failed", Remote: ip}); err != nil {
+	remote := remoteText(addr, q.r)
+	switch {
+	case !checked:
+		return d.loginBusy(q)
+	case !ok:
+		d.logins.wrong.Add(1)
+		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login_failed", Remote: remote}); err != nil {
 			return err
 		}
 		return d.loginPage(q, http.StatusUnauthorized, "Wrong password.")
 	}
-	d.limiter.succeeded(ip)
-	token, _ := d.sessions.create(Operator, now)
-	if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login", Remote: ip}); err != nil {
+	d.logins.ok.Add(1)
+	token, _ := d.sessions.create(Operator, d.s.now())
+	if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login", Remote: remote}); err != nil {
 		return err
 	}
 	http.SetCookie(q.w, d.cookie(loginCookie, "", -1))
@@ -321,13 +332,53 @@ func (d *dashboard) handleLogin(q *request) error {
 	return nil
 }
 
+// loginRefused answers an attempt the throttle refused: 429 with how long to wait. The
+// audit log gets one row per address and wait, not one per attempt: a flood of refused
+// attempts must not become a flood of writes (/metrics counts every one).
+func (d *dashboard) loginRefused(q *request, addr netip.Addr, no refusal) error {
+	d.logins.limited.Add(1)
+	if no.report {
+		d.s.store.Audit(q.r.Context(), db.AuditEntry{Actor: Operator, Action: "login_limited", Remote: remoteText(addr, q.r),
+			Detail: "told to wait " + waitText(no.wait)})
+	}
+	q.w.Header().Set("Retry-After", retryAfter(no.wait))
+	return d.loginPage(q, http.StatusTooManyRequests,
+		"Too many failed attempts from your address. Try again in "+waitText(no.wait)+".")
+}
+
+// loginBusy answers an attempt whose password was not checked because no check came free
+// in time: 503, come back in a few seconds. It did not count against the address.
+func (d *dashboard) loginBusy(q *request) error {
+	d.logins.busy.Add(1)
+	q.w.Header().Set("Retry-After", retryAfter(loginBusyRetry))
+	return d.loginPage(q, http.StatusServiceUnavailable,
+		"Many logins are being checked right now. Try again in "+waitText(loginBusyRetry)+".")
+}
+
+// warnUntrustedProxy tells the operator, once, when logins come with X-Forwarded-For
+// from a peer that is not a --trusted-proxy: if that peer is their reverse proxy, every
+// client behind it shares one login throttle and the audit log names the proxy.
+func (d *dashboard) warnUntrustedProxy(r *http.Request) {
+	if r.Header.Get("X-Forwarded-For") == "" || d.s.trusted(parseHostAddr(r.RemoteAddr)) {
+		return
+	}
+	d.proxyWarning.Do(func() {
+		d.s.log.Warn("dashboard login with X-Forwarded-For from a peer that is not a trusted proxy: the header is ignored; "+
+			"if the peer is your reverse proxy, name it with --trusted-proxy, or every client behind it shares one login throttle",
+			"peer", remoteText(parseHostAddr(r.RemoteAddr), r))
+	})
+}
+
+// remote is the client address the audit log records for r.
+func (d *dashboard) remote(r *http.Request) string { return remoteText(d.s.clientAddr(r), r) }
+
 // POST /dashboard/logout
 func (d *dashboard) handleLogout(q *request) error {
 	if c, err := q.r.Cookie(sessionCookie); err == nil {
 		d.sessions.drop(c.Value)
 	}
 	http.SetCookie(q.w, d.cookie(sessionCookie, "", -1))
-	if err := d.s.store.Audit(q.r.Context(), db.AuditEntry{Actor: q.sess.operator, Action: "logout", Remote: clientIP(q.r)}); err != nil {
+	if err := d.s.store.Audit(q.r.Context(), db.AuditEntry{Actor: q.sess.operator, Action: "logout", Remote: d.remote(q.r)}); err != nil {
 		return err
 	}
 	http.Redirect(q.w, q.r, "/dashboard/login", http.StatusSeeOther)
@@ -401,7 +452,7 @@ func (d *dashboard) handleMessage(q *request) error {
 	if m.Quarantined && !isHead(q.r) {
 		// Reading held mail is itself worth a line in the log; a HEAD reads nothing.
 		if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: q.sess.operator, Action: "view", AccountID: m.AccountID,
-			Inbox: m.Inbox, MessageID: m.MessageID, Remote: clientIP(q.r)}); err != nil {
+			Inbox: m.Inbox, MessageID: m.MessageID, Remote: d.remote(q.r)}); err != nil {
 			return err
 		}
 	}

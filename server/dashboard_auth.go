@@ -8,8 +8,6 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -24,19 +22,12 @@ import (
 // It is what releasedBy says.
 const Operator = "admin"
 
-// Dashboard login and session limits.
+// Dashboard sessions (the login throttle is in dashboard_throttle.go).
 const (
 	sessionCookie   = "inboxd_session"
 	loginCookie     = "inboxd_login" // CSRF token of the login form (double submit)
 	sessionLifetime = 12 * time.Hour
 	maxSessions     = 1000
-
-	// A client address may fail loginFailures times per loginWindow; everyone together
-	// globalFailures times (a guesser with many addresses). Past that, logins wait.
-	loginFailures  = 5
-	globalFailures = 100
-	loginWindow    = 15 * time.Minute
-	maxTrackedIPs  = 10000
 
 	bcryptCost = bcrypt.DefaultCost
 )
@@ -163,74 +154,6 @@ func (ss *sessions) drop(token string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	delete(ss.m, sha256.Sum256([]byte(token)))
-}
-
-// limiter counts failed logins per client address and overall in a sliding window.
-type limiter struct {
-	mu     sync.Mutex
-	perIP  map[string][]time.Time
-	global []time.Time
-}
-
-func prune(ts []time.Time, since time.Time) []time.Time {
-	i := 0
-	for i < len(ts) && ts[i].Before(since) {
-		i++
-	}
-	return ts[i:]
-}
-
-// allowed reports whether ip may try to log in now, and if not, when it may again.
-func (l *limiter) allowed(ip string, now time.Time) (bool, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	since := now.Add(-loginWindow)
-	l.global = prune(l.global, since)
-	ts := prune(l.perIP[ip], since)
-	if len(ts) == 0 {
-		delete(l.perIP, ip)
-	} else {
-		l.perIP[ip] = ts
-	}
-	if len(ts) >= loginFailures {
-		return false, ts[0].Add(loginWindow).Sub(now)
-	}
-	if len(l.global) >= globalFailures {
-		return false, l.global[0].Add(loginWindow).Sub(now)
-	}
-	return true, 0
-}
-
-func (l *limiter) failed(ip string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.perIP[ip]; !ok && len(l.perIP) >= maxTrackedIPs {
-		since := now.Add(-loginWindow)
-		for k, v := range l.perIP {
-			if v = prune(v, since); len(v) == 0 {
-				delete(l.perIP, k)
-			}
-		}
-	}
-	if _, ok := l.perIP[ip]; ok || len(l.perIP) < maxTrackedIPs {
-		l.perIP[ip] = append(l.perIP[ip], now)
-	}
-	l.global = append(l.global, now)
-}
-
-func (l *limiter) succeeded(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.perIP, ip)
-}
-
-// clientIP is the address of the peer (proxies' headers are not trusted).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // checkPassword compares against the stored hash; it costs a bcrypt comparison even when no

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"path/filepath"
@@ -40,11 +41,21 @@ type dashEnv struct {
 	inbox string
 }
 
-func newDashEnv(t *testing.T) *dashEnv {
+func newDashEnv(t *testing.T) *dashEnv { return newDashEnvWith(t, dashOptions{}) }
+
+// dashOptions vary a dashboard test's server: its clock (nil: time.Now), the proxies it
+// trusts, and the bcrypt cost of the operator's hash (0: the lowest).
+type dashOptions struct {
+	now     func() time.Time
+	trusted []netip.Prefix
+	cost    int
+}
+
+func newDashEnvWith(t *testing.T, opts dashOptions) *dashEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{Now: opts.now})
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
@@ -55,14 +66,14 @@ func newDashEnv(t *testing.T) *dashEnv {
 	// The operator's hash at bcrypt's lowest cost: a login then costs milliseconds, not
 	// seconds, under the race detector. (EnsureOperatorPassword is tested in main.)
 	key := sha256.Sum256([]byte(operatorPassword))
-	hash, err := bcrypt.GenerateFromPassword([]byte(base64.StdEncoding.EncodeToString(key[:])), bcrypt.MinCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(base64.StdEncoding.EncodeToString(key[:])), max(opts.cost, bcrypt.MinCost))
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.SetOperatorPasswordHash(ctx, server.Operator, hash, "password_set"), qt.IsNil)
 	// The listener comes first: the base URL is the origin the dashboard accepts forms from.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	c.Assert(err, qt.IsNil)
 	base := "http://" + ln.Addr().String()
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: base, Domain: testDomain}, log)
+	srv, err := server.New(store, svc, v, server.Config{BaseURL: base, Domain: testDomain, TrustedProxies: opts.trusted}, log)
 	c.Assert(err, qt.IsNil)
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(ln)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ type Config struct {
 	// Budget bounds the bytes of request bodies (and mail, shared with the SMTP listener)
 	// being processed at once (nil: unbounded).
 	Budget *Budget
+	// TrustedProxies are the reverse proxies (--trusted-proxy) whose X-Forwarded-For
+	// names the client; the dashboard's login throttle and audit log go by that client.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves the HTTP API.

@@ -87,7 +87,7 @@ type SMTP struct {
 
 	mu      sync.Mutex
 	conns   map[*slotConn]struct{}
-	perAddr map[netip.Prefix]int // open connections by client (clientKey)
+	perAddr map[netip.Prefix]int // open connections by client (connClient)
 	closing bool
 }
 
@@ -435,7 +435,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // every slot is taken.
 func (l *limitListener) admit(c net.Conn) *slotConn {
 	s := l.smtp
-	client := clientKey(c.RemoteAddr())
+	client := connClient(c.RemoteAddr())
 	if !s.takeAddr(client) {
 		s.cfg.Metrics.countSMTP("connection", smtpRejectedPerIP)
 		refuse(c, errTooManyFromAddr)

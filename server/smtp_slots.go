@@ -60,22 +60,6 @@ func refuse(c net.Conn, e *smtp.SMTPError) {
 	}()
 }
 
-// clientKey is the client a remote address belongs to: an IPv4 address, or the /64 of an
-// IPv6 one. It is the zero Prefix, not counted, for an address that is not TCP.
-func clientKey(a net.Addr) netip.Prefix {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return netip.Prefix{}
-	}
-	ip := ta.AddrPort().Addr().Unmap().WithZone("")
-	bits := 32
-	if ip.Is6() {
-		bits = 64
-	}
-	p, _ := ip.Prefix(bits)
-	return p
-}
-
 // takeAddr counts one more connection of client, unless it holds its share already.
 func (s *SMTP) takeAddr(client netip.Prefix) bool {
 	if !client.IsValid() {

@@ -12,7 +12,7 @@ import (
 // arrives on an IPv6 socket is the same client.
 func TestClientKey(t *testing.T) {
 	key := func(ip string) string {
-		return clientKey(&net.TCPAddr{IP: net.ParseIP(ip), Port: 25}).String()
+		return connClient(&net.TCPAddr{IP: net.ParseIP(ip), Port: 25}).String()
 	}
 	for _, tt := range []struct{ a, b string }{
 		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"},
@@ -29,5 +29,5 @@ func TestClientKey(t *testing.T) {
 		qt.Check(t, key(tt.a), qt.Not(qt.Equals), key(tt.b), qt.Commentf("%s and %s are two clients", tt.a, tt.b))
 	}
 	qt.Check(t, key("2001:db8:1:2::1"), qt.Equals, "2001:db8:1:2::/64")
-	qt.Check(t, clientKey(&net.UnixAddr{Name: "/run/smtp.sock"}).IsValid(), qt.IsFalse) // not counted
+	qt.Check(t, connClient(&net.UnixAddr{Name: "/run/smtp.sock"}).IsValid(), qt.IsFalse) // not counted
 }
