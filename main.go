@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -215,6 +216,9 @@ type Main struct {
 	// TrustedProxies are the addresses and CIDR prefixes of reverse proxies whose
 	// X-Forwarded-For names the client (README "Protection and quarantine").
 	TrustedProxies []string
+	// HTTPMaxConnections caps the open HTTP connections (0: the default); see
+	// server.ConnLimit.
+	HTTPMaxConnections int
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -298,6 +302,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
+	fs.IntVar(&m.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most HTTP connections open at once; at the cap the longest idle one is closed, else new clients wait (lowered to half the open-file limit)")
 	fs.Var(&proxies, "trusted-proxy", "reverse proxy whose X-Forwarded-For names the client: IP addresses and CIDR prefixes, comma-separated or repeated (default: none; the peer is the client)")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
 	budget := byteSize(server.DefaultBudget)
@@ -367,6 +372,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	proxies, err := server.ParseTrustedProxies(m.TrustedProxies)
 	if err != nil {
 		return usageError{"--trusted-proxy: " + err.Error()}
+	}
+	if m.HTTPMaxConnections < 0 {
+		return usageError{fmt.Sprintf("--http-max-connections %d: give a number of connections, at least 1", m.HTTPMaxConnections)}
 	}
 	defer func() {
 		if err != nil {
@@ -447,13 +455,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.closers.add(m.search.Close)
+	conns := m.connLimit()
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns}, m.Log)
 	if err != nil {
 		return err
 	}
 	m.http = &http.Server{
 		Handler:           api,
+		ConnState:         conns.ConnState,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -476,7 +486,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		go func() { w.Run(workCtx); close(m.triageDone) }()
 	}
 	go func() {
-		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.http.Serve(conns.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Log.Error("http server stopped", "err", err)
 		}
 		m.done <- struct{}{}
@@ -586,6 +596,18 @@ func (m *Main) protectConfig() (*protect.Scanner, error) {
 		return nil, usageError{err.Error()}
 	}
 	return s, nil
+}
+
+// connLimit is the HTTP connection cap of --http-max-connections, lowered to what the
+// open-file limit allows.
+func (m *Main) connLimit() *server.ConnLimit {
+	want := cmp.Or(m.HTTPMaxConnections, server.DefaultHTTPMaxConnections)
+	limit, lowered := server.FitHTTPMaxConnections(want, openFileLimit())
+	if lowered {
+		m.Log.Warn("HTTP connection cap lowered to half the open-file limit (raise LimitNOFILE to allow more)",
+			"asked", want, "cap", limit, "nofile", openFileLimit())
+	}
+	return server.NewConnLimit(limit)
 }
 
 // operator makes sure the review dashboard has a password, printing a generated one once.

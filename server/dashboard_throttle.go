@@ -101,7 +101,9 @@ func (t *throttle) reserve(key netip.Prefix, now time.Time) refusal {
 	}
 	var wait time.Duration
 	switch {
-	case now.Before(c.waitUntil()):
+	case waitAfter(c.failed) > 0 && now.Before(c.waitUntil()):
+		// (Only then: now was read before the lock, and a failure finished meanwhile may
+		// be a moment later; that is no reason to wait.)
 		wait = c.waitUntil().Sub(now)
 	case c.pending >= max(1, loginFreeTries-c.failed):
 		wait = waitAfter(c.failed + c.pending)

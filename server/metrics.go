@@ -171,6 +171,9 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprou
 	var b strings.Builder
 	s.metrics.write(&b)
 	s.dash.logins.write(&b)
+	if s.cfg.Conns != nil {
+		s.cfg.Conns.write(&b)
+	}
 	s.writeGauges(r.Context(), &b)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -41,6 +41,8 @@ type Config struct {
 	// TrustedProxies are the reverse proxies (--trusted-proxy) whose X-Forwarded-For
 	// names the client; the dashboard's login throttle and audit log go by that client.
 	TrustedProxies []netip.Prefix
+	// Conns is the HTTP server's connection cap, whose counts /metrics shows (nil: none).
+	Conns *ConnLimit
 }
 
 // Server serves the HTTP API.
