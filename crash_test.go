@@ -1060,7 +1060,7 @@ func TestCrashLoopInboxDelete(t *testing.T) {
 		cl, err := smtpDial(p.smtp)
 		qt.Assert(t, err, qt.IsNil)
 		err = cl.SendMail("ann@customer.example", []string{all[0].addr}, strings.NewReader("Subject: late\r\n\r\nlate\r\n"))
-		qt.Check(t, smtpCode(err), qt.Equals, 550)
+		qt.Check(t, smtpCode(err), qt.Equals, 550, qt.Commentf("mail to %s (%+v): %v", all[0].addr, *all[0], err))
 		cl.Close()
 	}
 	r.drain(p)
