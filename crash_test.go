@@ -24,8 +24,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 	qt "github.com/frankban/quicktest"
-
-	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 )
 
 // The crash loops: the real binary is killed with SIGKILL (what a crash or the OOM killer
@@ -126,7 +125,7 @@ func (r *rig) loop(maxDelay time.Duration, check func(p *proc), work func(p *pro
 func (r *rig) integrity() {
 	r.t.Helper()
 	ctx := context.Background()
-	store, err := db.Open(ctx, r.dbPath, db.Options{})
+	store, err := sqlite.Open(ctx, r.dbPath, sqlite.Options{})
 	qt.Assert(r.t, err, qt.IsNil)
 	defer store.Close()
 	v, err := store.IntegrityCheck(ctx)

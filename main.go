@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "mcp":
 		return runMCP(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "inboxd %s (commit %s, SQLite %s)\n", version, commit(), db.SQLiteVersion())
+		fmt.Fprintf(stdout, "inboxd %s (commit %s, SQLite %s)\n", version, commit(), sqlite.Version())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
@@ -229,7 +230,7 @@ type Main struct {
 	// off; for llm the OpenAI-compatible endpoint, its model and API key.
 	Triage, TriageURL, TriageModel, TriageKey string
 
-	store    *db.Store
+	store    *sqlite.Store
 	http     *http.Server
 	listener net.Listener
 	cancel   context.CancelFunc
@@ -420,7 +421,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		listeners = append(listeners, m.closers.add(m.smtpLn.Close))
 	}
-	store, err := db.Open(ctx, m.DBPath, db.Options{})
+	store, err := sqlite.Open(ctx, m.DBPath, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -457,7 +458,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.closers.add(m.search.Close)
 	conns := m.connLimit()
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns, SQLiteVersion: sqlite.Version()}, m.Log)
 	if err != nil {
 		return err
 	}
@@ -721,7 +722,7 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("seed: %w", err)
 		}
 	}
-	store, err := db.Open(ctx, *path, db.Options{})
+	store, err := sqlite.Open(ctx, *path, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -739,11 +740,11 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // openExisting opens the database of a command that works on one that exists (keys,
 // backup, reindex): db.Open would create an empty database at a mistyped path, and the
 // command would then report an empty backup, or an unknown account, as if that were all.
-func openExisting(ctx context.Context, cmd, path string) (*db.Store, error) {
+func openExisting(ctx context.Context, cmd, path string) (*sqlite.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	return db.Open(ctx, path, db.Options{})
+	return sqlite.Open(ctx, path, sqlite.Options{})
 }
 
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -799,7 +800,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// runBackup writes an online, consistent copy of the database; see db.Store.Backup.
+// runBackup writes an online, consistent copy of the database; see sqlite.Store.Backup.
 func runBackup(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("backup", stderr)
 	path := fs.String("db", "inboxd.db", "SQLite database file")

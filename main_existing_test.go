@@ -16,6 +16,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 )
 
 // Commands that work on an existing database refuse a path with none, instead of creating
@@ -61,7 +62,7 @@ func TestKeysCreateReplacesMailboxKey(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")
-	store, err := db.Open(ctx, path, db.Options{})
+	store, err := sqlite.Open(ctx, path, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "ops@x.test", DefaultDomain: "x.test"})
@@ -76,7 +77,7 @@ func TestKeysCreateReplacesMailboxKey(t *testing.T) {
 	}
 	first, second := create(), create()
 
-	store, err = db.Open(ctx, path, db.Options{})
+	store, err = sqlite.Open(ctx, path, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer store.Close()
 	_, err = store.Authenticate(ctx, second)

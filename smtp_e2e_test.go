@@ -22,6 +22,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 )
 
 // proc is a running inboxd.
@@ -162,7 +163,7 @@ func TestKillDuringSMTPKeepsAcknowledgedMail(t *testing.T) {
 	defer mu.Unlock()
 	c.Assert(len(acked) > 0, qt.IsTrue, qt.Commentf("no message was acknowledged: %s", p.log))
 
-	store, err := db.Open(context.Background(), dbPath, db.Options{})
+	store, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer store.Close()
 	inbox, err := store.LocalInbox(context.Background(), "sink@inboxd.test")

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
-
-	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 )
 
 // A full disk or a read-only database is a condition the operator fixes, not a failure of
@@ -101,8 +100,8 @@ func smtpMessage(id, subject, body string) string {
 func TestStorageFaultsAreTransient(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fault db.Fault
-	}{{"disk full", db.FaultFull}, {"read-only database", db.FaultReadOnly}} {
+		fault sqlite.Fault
+	}{{"disk full", sqlite.FaultFull}, {"read-only database", sqlite.FaultReadOnly}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startFaultServer(t)
 			ctx := context.Background()
@@ -120,12 +119,12 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 			status, body = send("during")
 			unavailable(t, status, body)
 			status, body = s.do("POST", "/v1/inboxes", map[string]any{"username": "fault-" + hex.EncodeToString([]byte(noise(8)))[:6]})
-			if tc.fault == db.FaultReadOnly || status != 200 { // a small row may still fit a full disk's last page
+			if tc.fault == sqlite.FaultReadOnly || status != 200 { // a small row may still fit a full disk's last page
 				unavailable(t, status, body)
 			}
 			status, body = s.do("PATCH", "/v1/inboxes/agent%40inboxd.test/threads/"+before.ThreadID+"/labels",
 				map[string]any{"addLabels": []string{"faulty-" + hex.EncodeToString([]byte(noise(40)))[:50]}})
-			if tc.fault == db.FaultReadOnly || status != 200 {
+			if tc.fault == sqlite.FaultReadOnly || status != 200 {
 				unavailable(t, status, body)
 			}
 			// Mail over SMTP is refused with 451: the sender keeps it and retries.
@@ -142,7 +141,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 			qt.Assert(t, status, qt.Equals, 200)
 
 			// Space returns: the same requests succeed, once.
-			qt.Assert(t, s.m.store.SetFault(ctx, db.NoFault), qt.IsNil)
+			qt.Assert(t, s.m.store.SetFault(ctx, sqlite.NoFault), qt.IsNil)
 			status, body = send("during")
 			qt.Assert(t, status, qt.Equals, 200, qt.Commentf("%s", body))
 			var during struct {

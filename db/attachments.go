@@ -1,12 +1,5 @@
 package db
 
-import (
-	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
-)
-
 // Attachment is one attachment with what decides whether it may be downloaded.
 type Attachment struct {
 	AttachmentSummary
@@ -15,62 +8,8 @@ type Attachment struct {
 	Quarantined bool
 	AVClean     bool // no protection verdict, or antivirus status clean
 	Retired     bool // the inbox was deleted
-
-	chunked bool // the bytes are in attachment_chunks (chunks.go)
 }
 
 // Downloadable reports whether the attachment's bytes may leave the server: never from a
 // quarantined message or one whose antivirus verdict is not clean.
 func (a *Attachment) Downloadable() bool { return !a.Quarantined && a.AVClean && !a.Retired }
-
-const attachmentQuery = `SELECT a.id, a.uuid, a.filename, a.content_type, a.size, a.chunked, i.uuid, m.uuid, m.quarantined, m.protection_z, i.retired_at IS NOT NULL
-	FROM attachments a JOIN messages m ON m.id = a.message_id JOIN inboxes i ON i.id = m.inbox_id`
-
-func scanAttachment(row *sql.Row) (*Attachment, error) {
-	var (
-		a    Attachment
-		prot zjson
-	)
-	if err := row.Scan(&a.ID, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size, &a.chunked, &a.InboxUUID, &a.MessageUUID, &a.Quarantined, &prot, &a.Retired); err != nil {
-		return nil, err
-	}
-	a.AVClean = true
-	if prot.Valid {
-		var p Protection
-		if err := json.Unmarshal([]byte(prot.String), &p); err != nil {
-			return nil, err
-		}
-		a.AVClean = p.Antivirus.Status == "" || p.Antivirus.Status == "clean"
-	}
-	return &a, nil
-}
-
-// GetAttachment returns an attachment of a message of an inbox.
-//
-// Errors: not_found.
-func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*Attachment, error) {
-	ctx = noCancel(ctx)
-	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE m.inbox_id = ? AND m.message_id = ? AND a.uuid = ?",
-		inboxID, messageID, attachmentID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ECodeNotFound, "attachment %s not found", attachmentID)
-	}
-	return a, storageError(err)
-}
-
-// OpenAttachment returns an attachment named by the ids a download URL carries, and a
-// reader of its bytes that reads them a chunk at a time (chunks.go).
-//
-// Errors: not_found (also from the reader, when the message is deleted while it is read).
-func (s *Store) OpenAttachment(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*Attachment, *AttachmentReader, error) {
-	ctx = noCancel(ctx)
-	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE i.uuid = ? AND m.uuid = ? AND a.uuid = ?",
-		inboxUUID, messageUUID, attachmentID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, Errorf(ECodeNotFound, "attachment not found")
-	}
-	if err != nil {
-		return nil, nil, storageError(err)
-	}
-	return a, &AttachmentReader{r: s.r, ctx: ctx, row: a.ID, size: a.Size, chunked: a.chunked}, nil
-}

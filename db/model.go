@@ -29,10 +29,6 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func fromMillis(ms int64) Time { return Time{time.UnixMilli(ms).UTC()} }
-
-func millis(t time.Time) int64 { return t.UnixMilli() }
-
 // Account owns inboxes and keys. Accounts are fully isolated from each other.
 type Account struct {
 	ID         string

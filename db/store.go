@@ -1,249 +1,250 @@
-// Package db holds inboxd's model and its SQLite store. Nothing outside this package sees
-// SQL, a *sql.Tx or a SQLite error: callers get model types and *Error values, so a
-// second store (PostgreSQL) can take its place later.
+// Package db is inboxd's model: the types the API shows and stores (Inbox, Message,
+// Thread, Triage, Protection, keys, usage), the error type and its codes, the rules that
+// need no storage, and the Store interfaces every storage implements (db/sqlite). It
+// imports no database package.
 package db
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"embed"
-	"errors"
-	"fmt"
-	"net/url"
-	"runtime"
-	"sort"
-	"strconv"
-	"strings"
+	"io"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
+// Store is what inboxd keeps: accounts and their keys, inboxes, mail, the durable queues
+// and the review's audit log. The embedded SQLite store (db/sqlite) implements it, and
+// every implementation passes the same contract suite. The interfaces below list the
+// error codes each method returns; besides those, any method may return unavailable
+// (transient: storage cannot work now, such as a full disk), and anything that is not an
+// *Error is a bug, answered as internal.
+type Store interface {
+	Accounts
+	Inboxes
+	Keys
+	Messages
+	Sends
+	Outbound
+	TriageQueue
+	Quarantine
+	ChangeLog
 
-// Options configures a Store.
-type Options struct {
-	// Now is the clock; nil means time.Now. Tests pin it for golden output.
-	Now func() time.Time
+	// Now is the store's clock: every time a rule compares with is read from it.
+	Now() time.Time
+	Close() error
 }
 
-// Store is the SQLite store: one writer connection (SQLite allows one writer at a time, so
-// queueing in Go is cheaper than busy-waiting in SQLite) and a pool of readers (WAL lets
-// them run beside the writer).
-type Store struct {
-	w   *sql.DB
-	r   *sql.DB
-	dsn string // base DSN of the file, for connections outside the two pools
-	now func() time.Time
-
-	tokenKey    []byte // signs page tokens
-	downloadKey []byte // signs attachment download URLs
-
-	writes  writeQueue // writes waiting for the committer (write.go)
-	auth    authCache  // resolved API keys (keys.go)
-	inboxes inboxCache // inboxes by address (inboxes.go)
+// Accounts are the accounts, their plans, domains and metered usage.
+type Accounts interface {
+	// EnsureAccount creates the account if it does not exist, else updates its plan, and
+	// attaches domains to it.
+	// Errors: invalid_argument (unknown plan), domain_conflict (a domain belongs to another
+	// account).
+	EnsureAccount(ctx context.Context, a Account, domains []string) error
+	CountAccounts(ctx context.Context) (int, error)
+	// Account returns one account. Errors: not_found.
+	Account(ctx context.Context, id string) (*Account, error)
+	AccountDomains(ctx context.Context, accountID string) ([]string, error)
+	// DomainServed reports whether any account owns domain.
+	DomainServed(ctx context.Context, domain string) (bool, error)
+	// SetUsage sets the units an account has spent on a feature in the current period.
+	SetUsage(ctx context.Context, accountID, feature string, used int64) error
+	// GetUsage reports an account's plan, inbox count and remaining balances.
+	GetUsage(ctx context.Context, accountID string) (*Usage, error)
 }
 
-// Open opens (creating if needed) the database at path and brings its schema up to date.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("db: empty database path")
-	}
-	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	// _stmt_cache_size keeps prepared statements per connection: preparing costs as much
-	// as running the small statements of a delivery.
-	common := "_foreign_keys=on&_busy_timeout=10000&_synchronous=NORMAL&_stmt_cache_size=128"
-	// The writer keeps 8 MB of pages (SQLite's default is 2 MB): a delivery touches the
-	// right edge of the time and id indexes and a random page of the Message-ID index, and
-	// what stays cached is neither read again nor, between commits, rewritten. It was
-	// 16 MB until the eleventh session; 8 MB came out within the noise for ingest, measured
-	// together with that session's other memory changes (BENCHMARKS.md).
-	w, err := sql.Open(writerDriverName, base+"?_txlock=immediate&_cache_size=-8192&"+common)
-	if err != nil {
-		return nil, err
-	}
-	w.SetMaxOpenConns(1)
-	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, dsn: base + "?_foreign_keys=on", now: opts.Now}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if err := s.setupFile(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("db: open %s: %w", path, err)
-	}
-	if err := s.migrate(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("db: migrate %s: %w", path, err)
-	}
-	r, err := sql.Open(driverName, base+"?mode=ro&"+common)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	// A reader per P (`inboxd serve` runs two Ps per CPU), at least four: each keeps a
-	// 2 MB page cache, and one per P already lets every P wait on a read at once.
-	readers := max(4, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(readers)
-	r.SetMaxIdleConns(readers)
-	s.r = r
-	if s.tokenKey, err = s.secret(ctx, "page_token_key"); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if s.downloadKey, err = s.secret(ctx, "download_key"); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+// Inboxes are the inboxes and their addresses, which are never reused.
+type Inboxes interface {
+	// CreateInbox reserves an address and makes it ready.
+	// Errors: inbox_conflict (address of another account, or retired), inbox_limit
+	// (operator quota), billing_limit (plan allowance), domain_not_ready (domain not served
+	// for the account).
+	CreateInbox(ctx context.Context, n NewInbox) (*Inbox, error)
+	// InboxByAddress returns an inbox of the account by its address (any case).
+	// Errors: not_found (unknown, or another account's), inbox_retired (deleted).
+	InboxByAddress(ctx context.Context, accountID, address string) (*Inbox, error)
+	// InboxByRowID returns an inbox by its internal id, retired or not. Errors: not_found.
+	InboxByRowID(ctx context.Context, id int64) (*Inbox, error)
+	// LocalInbox returns the inbox (of any account) at address, retired or not, for
+	// delivery. Errors: not_found.
+	LocalInbox(ctx context.Context, address string) (*Inbox, error)
+	// ListInboxes returns one page of an account's live inboxes, oldest first.
+	// Errors: invalid_argument (page token).
+	ListInboxes(ctx context.Context, accountID string, group *string, limit int, pageToken string) ([]Inbox, string, error)
+	// UpdateInboxGroup moves an inbox to a group, or out of any group when group is nil.
+	UpdateInboxGroup(ctx context.Context, in *Inbox, group *string) (*Inbox, error)
+	// FinishSetup completes delivery routing of a reserved inbox.
+	FinishSetup(ctx context.Context, in *Inbox) (*Inbox, error)
+	// DeleteInbox retires an inbox for good and deletes its mail, sends and queue rows.
+	DeleteInbox(ctx context.Context, in *Inbox) error
 }
 
-// Close closes both pools.
-func (s *Store) Close() error {
-	var err error
-	if s.r != nil {
-		err = s.r.Close()
-	}
-	return errors.Join(err, s.w.Close())
+// Keys are the API keys: account keys with scopes, and mailbox keys of one inbox.
+type Keys interface {
+	// CreateKey stores a key; storing one that exists with the same hash is a no-op.
+	// Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
+	// key_limit (20 active account keys).
+	CreateKey(ctx context.Context, k NewKey) error
+	// KeyOwner returns the account a token is a key of, or "" when there is no such key.
+	KeyOwner(ctx context.Context, token string) (string, error)
+	// ActiveAccountKeys counts an account's account keys that are neither revoked nor
+	// expired.
+	ActiveAccountKeys(ctx context.Context, accountID string) (int, error)
+	// Authenticate resolves a bearer token.
+	// Errors: unauthorized (missing, malformed, unknown, expired or revoked key),
+	// access_denied (the account is disabled).
+	Authenticate(ctx context.Context, token string) (*Principal, error)
 }
 
-// Now returns the store's clock reading.
-func (s *Store) Now() time.Time { return s.now().UTC() }
-
-// DownloadKey is the secret that signs attachment download URLs.
-func (s *Store) DownloadKey() []byte { return s.downloadKey }
-
-// pageSize is the page size of a new database file. A commit writes every page it
-// dirtied to the WAL whole, and a delivery dirties a page in each of a dozen tables and
-// indexes, so the page size sets most of what a message costs in writes: measured with
-// scripts/smtpbench.sh on realistic 2 KB mail, 16 KB pages wrote ~275 KB per message,
-// 8 KB pages ~165 KB and 4 KB pages ~110 KB, and 8 KB and 4 KB pages took ~12% less CPU
-// than 16 KB. The file's size per message came out the same at all three (about 2.7 KB)
-// now that bodies are compressed well. 8 KB keeps a typical row and its compressed body
-// inside one page, which 4 KB does not. Row ids of new rows are time-ordered
-// (newRowUUID), so inserts append to their indexes instead of dirtying random pages. A
-// file keeps the page size it was created with.
-const pageSize = 8192
-
-// setupFile gives a new file its page size, then puts the file in WAL mode (which fixes
-// the page size, so it comes second; on an existing file both are already settled).
-func (s *Store) setupFile(ctx context.Context) error {
-	var pages int64
-	if err := s.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
-		return err
-	}
-	if pages == 0 {
-		if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", pageSize)); err != nil {
-			return err
-		}
-	}
-	var mode string
-	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return err
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %s, want wal", mode)
-	}
-	return nil
+// AttachmentBody reads the bytes of one attachment; Seek serves Range requests.
+type AttachmentBody interface {
+	io.ReadSeeker
+	Size() int64
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	entries, err := migrations.ReadDir("migrations")
-	if err != nil {
-		return err
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	var version int
-	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return err
-	}
-	for _, name := range names {
-		n, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: name must start with its version", name)
-		}
-		if n <= version {
-			continue
-		}
-		body, err := migrations.ReadFile("migrations/" + name)
-		if err != nil {
-			return err
-		}
-		err = s.write(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
-			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+// Messages are the mail of the inboxes, its threads, labels and attachments.
+type Messages interface {
+	// Deliver stores one delivery (a message for one or more inboxes) all or nothing.
+	Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error)
+	// DeliverBatch stores several independent deliveries at once, each all or nothing:
+	// errs holds each delivery's own failure; err a failure of them all.
+	DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error)
+	// Expect announces a delivery on its way, so that concurrent writes can share a
+	// commit with it; call the returned func when done.
+	Expect(ctx context.Context) (context.Context, func())
+	// ListMessages returns one page of an inbox's messages, newest first.
+	// Errors: invalid_argument (page token).
+	ListMessages(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Message, string, error)
+	// GetMessage returns one message with everything a full view may show.
+	// Errors: not_found.
+	GetMessage(ctx context.Context, inboxID int64, messageID string) (*Message, error)
+	// MessageRaw returns the raw RFC 5322 bytes of message row. Errors: not_found.
+	MessageRaw(ctx context.Context, messageRow int64) ([]byte, error)
+	// UpdateMessageLabels adds and removes labels on one message.
+	// Errors: quarantine_review_required, not_found.
+	UpdateMessageLabels(ctx context.Context, inboxID int64, messageID string, add, remove []string) error
+	// ListThreads returns one page of an inbox's threads, newest activity first.
+	// Errors: invalid_argument (page token).
+	ListThreads(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Thread, string, error)
+	// GetThread returns a thread with its messages, oldest first; withBodies loads each
+	// message's bodies. Errors: not_found, thread_too_large.
+	GetThread(ctx context.Context, inboxID int64, threadID string, withBodies bool) (*Thread, error)
+	// UpdateThreadLabels adds and removes labels on every message of a thread.
+	// Errors: quarantine_review_required, not_found.
+	UpdateThreadLabels(ctx context.Context, inboxID int64, threadID string, add, remove []string) error
+	// GetAttachment returns an attachment of a message of an inbox. Errors: not_found.
+	GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*Attachment, error)
+	// OpenAttachment returns an attachment named by the ids a download URL carries, and
+	// its bytes. Errors: not_found (also from the body, when the message is deleted while
+	// it is read).
+	OpenAttachment(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*Attachment, AttachmentBody, error)
+	// DownloadKey is the secret that signs attachment download URLs.
+	DownloadKey() []byte
 }
 
-// secret returns the named random secret, creating it on first use.
-func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
-	ctx = noCancel(ctx)
-	var v []byte
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE name = ?", name).Scan(&v)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		v = make([]byte, 32)
-		if _, err := rand.Read(v); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO settings(name, value) VALUES (?, ?)", name, v)
-		return err
-	})
-	return v, err
+// Sends are sent messages with their idempotency records and metering.
+type Sends interface {
+	// CommitSend stores a sent message, its idempotency record, one metered send and its
+	// outbound queue rows all or nothing. A repeated key with the same fingerprint answers
+	// the first result again. Errors: idempotency_conflict, rate_limited (transient),
+	// billing_limit.
+	CommitSend(ctx context.Context, r SendRequest) (SendResult, error)
+	// Suppressions returns the suppression list of an inbox, oldest first.
+	Suppressions(ctx context.Context, inboxID int64) ([]Suppression, error)
 }
 
-// noCancel strips ctx of its cancellation for the SQLite driver. database/sql and
-// go-sqlite3 start a goroutine per transaction, statement and result set of a cancellable
-// context to watch it (sqlite3_interrupt on cancel), which costs more than the small
-// statements of a request. Every statement here is bounded (keyset pages, limits,
-// busy_timeout for the lock), so a request's statements run to their end; callers check
-// their context between calls, and a caller that has already given up runs none.
-func noCancel(ctx context.Context) context.Context {
-	if ctx.Done() == nil {
-		return ctx
-	}
-	return context.WithoutCancel(ctx)
+// Outbound is the durable queue of deliveries of sent mail.
+type Outbound interface {
+	// ClaimOutbound returns up to limit due jobs, without their Raw bytes (MessageRaw).
+	ClaimOutbound(ctx context.Context, limit int) ([]OutboundJob, error)
+	// FinishOutbound records the outcome of a delivery attempt.
+	FinishOutbound(ctx context.Context, job OutboundJob, o OutboundOutcome) error
+	// FinishOutboundBatch records the outcomes of several attempts at once.
+	FinishOutboundBatch(ctx context.Context, jobs []OutboundJob, outcomes []OutboundOutcome) error
+	// RouteToRelay hands ready queue rows to the relay workers (ClaimRelay).
+	RouteToRelay(ctx context.Context, ids []int64) error
+	// ClaimRelay takes the relay job that is due first, with its Raw bytes; nil when none.
+	ClaimRelay(ctx context.Context) (*OutboundJob, error)
+	// MarkHandoff records, before the end-of-data dot goes to the relay, that the relay
+	// may accept the message from now on; false when the row is no longer the worker's.
+	MarkHandoff(ctx context.Context, jobID int64) (bool, error)
+	// RecoverOutbound runs once before the outbound worker starts: it puts back what a
+	// stopped worker held.
+	RecoverOutbound(ctx context.Context, provider string) (OutboundRecovery, error)
+	// OutboundCounts returns how many queue rows are in each state, every state named.
+	OutboundCounts(ctx context.Context) (map[string]int, error)
+	// ParkedCount returns how many queue rows wait for a transport.
+	ParkedCount(ctx context.Context) (int64, error)
 }
 
-// read runs fn in a read transaction, so multi-query reads see one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	tx, err := s.r.BeginTx(noCancel(ctx), &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return storageError(err)
-	}
-	defer tx.Rollback()
-	return storageError(fn(tx))
+// TriageQueue is the durable queue of received mail waiting for analysis.
+type TriageQueue interface {
+	// ClaimTriage returns up to limit queued messages that are due at now and not
+	// quarantined, leaving out those in skip; each costs a triage unit of its account.
+	ClaimTriage(ctx context.Context, now time.Time, limit int, skip []int64) ([]TriageJob, error)
+	// FinishTriage records outcomes of analyses, all at once.
+	FinishTriage(ctx context.Context, outcomes []TriageOutcome) error
+	// TriageQueueLen reports how many messages wait for triage.
+	TriageQueueLen(ctx context.Context) (int64, error)
+	// NextTriageDue reports when the earliest queued message comes due, and false when
+	// none waits.
+	NextTriageDue(ctx context.Context) (time.Time, bool, error)
 }
 
-func storageError(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen, sqlite3.ErrBusy, sqlite3.ErrLocked:
-			return &Error{Code: ECodeUnavailable, Message: "storage is temporarily unavailable; retry later", Transient: true, Cause: err}
-		}
-	}
-	return err
+// Quarantine is held mail, its review and the audit log of the review dashboard.
+type Quarantine interface {
+	// ListQuarantined returns quarantined messages of live inboxes, newest first, and the
+	// token of the next page.
+	ListQuarantined(ctx context.Context, f QuarantineFilter) ([]QuarantineItem, string, error)
+	// QuarantineCounts returns, per account and inbox, how many messages wait for review.
+	QuarantineCounts(ctx context.Context) ([]QuarantineCount, error)
+	// ReviewMessage loads one message that carries a protection verdict. Errors: not_found.
+	ReviewMessage(ctx context.Context, uuid string) (*ReviewMessage, error)
+	// ReleaseMessage lets a quarantined message through; false when it was not held.
+	// Errors: not_found, malware_blocked.
+	ReleaseMessage(ctx context.Context, uuid string, by Actor) (bool, error)
+	// DeleteQuarantined deletes a quarantined message for good.
+	// Errors: not_found (also for a message that is not quarantined).
+	DeleteQuarantined(ctx context.Context, uuid string, by Actor) error
+	// Audit appends an entry to the audit log.
+	Audit(ctx context.Context, e AuditEntry) error
+	// AuditLog returns up to limit entries, newest first, older than entry id before (0:
+	// the newest).
+	AuditLog(ctx context.Context, limit int, before int64) ([]AuditEntry, error)
+	// OperatorPasswordHash returns an operator's password hash, nil when none is stored.
+	OperatorPasswordHash(ctx context.Context, name string) ([]byte, error)
+	// SetOperatorPasswordHash stores an operator's password hash, noting how in the audit
+	// log.
+	SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error
+}
+
+// ChangeLog is what the search index is fed from: the changes to searchable mail in
+// commit order, and the searchable messages themselves.
+type ChangeLog interface {
+	// SearchStoreID identifies this store to its search index.
+	SearchStoreID(ctx context.Context) (string, error)
+	// IndexQueueBounds returns the newest sequence number ever committed (0 when none) and
+	// the oldest still kept (last+1 when none is).
+	IndexQueueBounds(ctx context.Context) (last, first int64, err error)
+	// IndexQueueLast returns the newest sequence number ever committed.
+	IndexQueueLast(ctx context.Context) (int64, error)
+	// IndexChanges returns up to limit changes after seq, in order.
+	IndexChanges(ctx context.Context, after int64, limit int) ([]IndexChange, error)
+	// IndexInboxChanges returns up to limit changes after seq of one inbox, in order.
+	IndexInboxChanges(ctx context.Context, inbox, after int64, limit int) ([]IndexChange, error)
+	// TrimIndexQueue drops the changes up to seq, which the index has on disk.
+	TrimIndexQueue(ctx context.Context, through int64) error
+	// IndexDocs returns the searchable messages among ids.
+	IndexDocs(ctx context.Context, ids []int64) ([]IndexDoc, error)
+	// ScanIndexDocs returns up to limit searchable messages with a row id above after, in
+	// row id order.
+	ScanIndexDocs(ctx context.Context, after int64, limit int) ([]IndexDoc, error)
+	// CountIndexDocs returns how many messages a full index holds.
+	CountIndexDocs(ctx context.Context) (int64, error)
+	// MessagesByRowID returns the summaries of the given messages of an inbox that pass f,
+	// in the order of ids.
+	MessagesByRowID(ctx context.Context, inboxID int64, ids []int64, f MessageFilter) ([]Message, error)
+	// EncodeSearchToken signs a search cursor for scope.
+	EncodeSearchToken(scope string, c SearchCursor) string
+	// DecodeSearchToken returns the cursor of a token issued for scope; "" is the first
+	// page. Errors: invalid_argument (naming pageToken).
+	DecodeSearchToken(token, scope string) (*SearchCursor, error)
 }

@@ -13,6 +13,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 )
 
 // TestLocalDeliveryPassesAreBounded sends more large mail to a local inbox than one
@@ -21,7 +22,7 @@ import (
 func TestLocalDeliveryPassesAreBounded(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer store.Close()
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)

@@ -24,6 +24,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/triage"
 )
@@ -153,7 +154,7 @@ func (s *relaySession) Data(r io.Reader) error {
 // inbox agent@inboxd.test.
 type outEnv struct {
 	t     *testing.T
-	store *db.Store
+	store db.Store
 	svc   *mail.Service
 	inbox *db.Inbox
 }
@@ -162,7 +163,7 @@ func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Se
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "agent@inboxd.test", DisplayName: "Agent", DefaultDomain: "inboxd.test"})

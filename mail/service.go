@@ -17,7 +17,7 @@ const DefaultSendLimit = 250
 // Service runs the mail rules that touch the store: receiving into inboxes, sending and
 // replying, and delivering from the outbound queue.
 type Service struct {
-	Store     *db.Store
+	Store     db.Store
 	Domain    string // the server's default domain
 	SendLimit int
 	Log       *slog.Logger
@@ -41,7 +41,7 @@ type Service struct {
 }
 
 // NewService returns a Service; RunOutbound must run for queued mail to move.
-func NewService(store *db.Store, domain string, sendLimit int, log *slog.Logger) *Service {
+func NewService(store db.Store, domain string, sendLimit int, log *slog.Logger) *Service {
 	if sendLimit <= 0 {
 		sendLimit = DefaultSendLimit
 	}

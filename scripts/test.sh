@@ -67,7 +67,7 @@ echo "== fuzz: every parser, about 10 s each"
 # exceeded" when the time runs out while a worker is busy (golang/go#75804, fixed in Go
 # 1.27); a count never races a clock. FUZZTIME, when set (e.g. 60s or 10000x), applies to all.
 for target in mail:FuzzParse:5000x schema:FuzzBody:100000x schema:FuzzQuery:100000x schema:FuzzDuplicateKey:60000x search:FuzzParse:60000x \
-  search:FuzzSegment:1500x search:FuzzMerge:700x db:FuzzPageToken:200000x fixtures:FuzzFixture:20000x; do
+  search:FuzzSegment:1500x search:FuzzMerge:700x db/sqlite:FuzzPageToken:200000x fixtures:FuzzFixture:20000x; do
   IFS=: read -r pkg name budget <<<"$target"
   go test -tags "$TAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-$budget}" -fuzzminimizetime 1s "./${pkg}" |
     sed '/^fuzz: elapsed/d' || { echo "fuzzing ${pkg}:${name} failed"; exit 1; }

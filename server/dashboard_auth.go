@@ -57,7 +57,7 @@ func passwordKey(password string) []byte {
 // or INBOXD_ADMIN_PASSWORD) is stored hashed, replacing an older one. With none given, a
 // stored password is kept; on first start a password is generated, stored hashed and
 // returned so that the caller prints it once. It returns "" when nothing was generated.
-func EnsureOperatorPassword(ctx context.Context, store *db.Store, password string) (string, error) {
+func EnsureOperatorPassword(ctx context.Context, store db.Store, password string) (string, error) {
 	stored, err := store.OperatorPasswordHash(ctx, Operator)
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
 	"github.com/inboxd/inboxd/server"
@@ -22,16 +23,16 @@ import (
 
 // newScanningSMTP is an SMTP listener on loopback whose mail service scans with cfg, over
 // its own temp database with the inbox support@ of account acme.
-func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store *db.Store) {
+func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store db.Store) {
 	return newSMTPWith(t, cfg, db.PlanExempt, nil)
 }
 
 // newSMTPWith is newScanningSMTP with the account on plan, and configure (when not nil)
 // given the mail service before the listener starts.
-func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*mail.Service)) (addr string, store *db.Store) {
+func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*mail.Service)) (addr string, store db.Store) {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := mail.NewService(store, testDomain, 0, log)
@@ -72,7 +73,7 @@ func sendSMTP(t *testing.T, addr, from, raw string) error {
 	return w.Close()
 }
 
-func heldMessages(t *testing.T, store *db.Store) []db.Message {
+func heldMessages(t *testing.T, store db.Store) []db.Message {
 	in, err := store.InboxByAddress(context.Background(), "acme", "support@"+testDomain)
 	qt.Assert(t, err, qt.IsNil)
 	msgs, _, err := store.ListMessages(context.Background(), in.ID, db.MessageFilter{Labels: []string{db.LabelQuarantined}}, 100, "")

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
 	"github.com/inboxd/inboxd/schema"
@@ -55,7 +56,7 @@ func newDashEnvWith(t *testing.T, opts dashOptions) *dashEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{Now: opts.now})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{Now: opts.now})
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
@@ -211,7 +212,7 @@ func (b *browser) reviewID(text string) string {
 	return ""
 }
 
-func auditActions(t *testing.T, store *db.Store) []string {
+func auditActions(t *testing.T, store db.Store) []string {
 	entries, err := store.AuditLog(context.Background(), 100, 0)
 	qt.Assert(t, err, qt.IsNil)
 	var out []string

@@ -95,7 +95,7 @@ func byStatus(pages []page) map[int]int {
 	return n
 }
 
-func countAction(t *testing.T, store *db.Store, action string) int {
+func countAction(t *testing.T, store db.Store, action string) int {
 	n := 0
 	for _, a := range auditActions(t, store) {
 		if a == action {

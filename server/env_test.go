@@ -16,6 +16,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
@@ -29,7 +30,7 @@ const testDomain = "inboxd.test"
 type env struct {
 	t      *testing.T
 	dir    string // the temp dir of the database and its search index
-	store  *db.Store
+	store  db.Store
 	schema *schema.Validator
 	svc    *mail.Service
 	index  *search.Indexer // the running indexer; closed at the end of the test
@@ -51,7 +52,7 @@ func newEnvWith(t *testing.T, configure func(*server.Config)) *env {
 	c := qt.New(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := db.Open(ctx, filepath.Join(dir, "inboxd.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)

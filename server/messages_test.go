@@ -17,6 +17,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/server"
@@ -377,7 +378,7 @@ func TestUsageAndBillingLimit(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "rl.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rl.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer store.Close()
 	v, err := schema.New()

@@ -295,7 +295,7 @@ func (s *Server) writeGauges(ctx context.Context, b *strings.Builder) {
 	s.cfg.Budget.writeMetrics(b)
 
 	header(b, "inboxd_build_info", "gauge", "Always 1; the labels name the build.")
-	fmt.Fprintf(b, "inboxd_build_info{version=%q,sqlite=%q,go=%q} 1\n", s.cfg.Version, db.SQLiteVersion(), runtime.Version())
+	fmt.Fprintf(b, "inboxd_build_info{version=%q,sqlite=%q,go=%q} 1\n", s.cfg.Version, s.cfg.SQLiteVersion, runtime.Version())
 	header(b, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
 	fmt.Fprintf(b, "process_start_time_seconds %d\n", s.metrics.start.Unix())
 	if rss, ok := residentBytes(); ok {

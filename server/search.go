@@ -68,9 +68,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 // SearchSource is the store as the search indexer reads it.
-func SearchSource(store *db.Store) search.Source { return searchSource{store} }
+func SearchSource(store db.Store) search.Source { return searchSource{store} }
 
-type searchSource struct{ s *db.Store }
+type searchSource struct{ s db.Store }
 
 func (src searchSource) StoreID(ctx context.Context) (string, error) { return src.s.SearchStoreID(ctx) }
 

@@ -28,6 +28,8 @@ type Config struct {
 	BaseURL string // public base URL: download links and the OpenAPI servers entry
 	Domain  string // default domain of new inboxes
 	Version string
+	// SQLiteVersion is the version of the SQLite library the store runs on, for /metrics.
+	SQLiteVersion string
 	// Search answers searchMessages; nil means the server runs without an index and the
 	// operation answers 404.
 	Search *search.Indexer
@@ -47,7 +49,7 @@ type Config struct {
 
 // Server serves the HTTP API.
 type Server struct {
-	store   *db.Store
+	store   db.Store
 	mail    *mail.Service
 	schema  *schema.Validator
 	cfg     Config
@@ -61,7 +63,7 @@ type Server struct {
 }
 
 // New builds the HTTP handler.
-func New(store *db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log *slog.Logger) (*Server, error) {
+func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log *slog.Logger) (*Server, error) {
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	doc, err := v.OpenAPI(cfg.BaseURL)
 	if err != nil {

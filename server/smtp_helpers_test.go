@@ -14,6 +14,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/server"
 )
@@ -23,7 +24,7 @@ import (
 // own domain acme.example.
 type smtpEnv struct {
 	t     testing.TB
-	store *db.Store
+	store db.Store
 	svc   *mail.Service
 	srv   *server.SMTP
 	addr  string
@@ -34,7 +35,7 @@ func newSMTPEnv(t testing.TB, cfg server.SMTPConfig) *smtpEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), db.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := mail.NewService(store, testDomain, 0, log)

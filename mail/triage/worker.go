@@ -18,7 +18,7 @@ import (
 // until its outcome is stored, so a restart resumes the queue; an analysis cut short by
 // shutdown is simply done again (its triage unit is not charged twice).
 type Worker struct {
-	Store    *db.Store
+	Store    db.Store
 	Provider Provider
 	// Workers bounds concurrent analyses (default 4).
 	Workers int

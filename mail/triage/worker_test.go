@@ -13,6 +13,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail/triage"
 )
 
@@ -62,7 +63,7 @@ var billingHigh = triage.Scores{Category: [6]float64{0.9, 0.02, 0.02, 0.02, 0.02
 
 type env struct {
 	c     *qt.C
-	store *db.Store
+	store db.Store
 	path  string
 	clock *clock
 	inbox int64
@@ -72,7 +73,7 @@ func newEnv(c *qt.C, plan string) *env {
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)}
 	path := filepath.Join(c.TempDir(), "inboxd.db")
-	store, err := db.Open(ctx, path, db.Options{Now: clk.Now})
+	store, err := sqlite.Open(ctx, path, sqlite.Options{Now: clk.Now})
 	c.Assert(err, qt.IsNil)
 	c.Cleanup(func() { store.Close() })
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
@@ -320,7 +321,7 @@ func TestWorkerResumes(t *testing.T) {
 	c.Assert(e.used(), qt.Equals, int64(1))
 	c.Assert(e.store.Close(), qt.IsNil)
 
-	store, err := db.Open(context.Background(), e.path, db.Options{Now: e.clock.Now})
+	store, err := sqlite.Open(context.Background(), e.path, sqlite.Options{Now: e.clock.Now})
 	c.Assert(err, qt.IsNil)
 	c.Cleanup(func() { store.Close() })
 	e.store = store

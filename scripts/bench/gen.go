@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
@@ -351,7 +352,7 @@ func removeLabel(ls []string, l string) []string {
 // generate builds the data set in the database at path.
 func generate(ctx context.Context, path string, sc scale, seed uint64, logf func(string, ...any)) (*dataset, error) {
 	start := time.Now()
-	store, err := db.Open(ctx, path, db.Options{})
+	store, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		return nil, err
 	}

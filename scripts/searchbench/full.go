@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
@@ -33,7 +34,7 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 		os.Remove(dbPath + suffix)
 	}
 	os.RemoveAll(dbPath + ".index")
-	store, err := db.Open(ctx, dbPath, db.Options{})
+	store, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 		logTo = os.Stderr
 	}
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := db.Open(ctx, dbPath, db.Options{})
+	store, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 
 // runSize prints the index size next to the size of the text it covers.
 func runSize(ctx context.Context, dbPath string) error {
-	store, err := db.Open(ctx, dbPath, db.Options{})
+	store, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func runSize(ctx context.Context, dbPath string) error {
 
 // bodyPhrases returns n phrases of 2-3 consecutive words (letters only) cut from the bodies
 // of random messages of the database: phrases a person remembers from a message.
-func bodyPhrases(ctx context.Context, store *db.Store, rng *rand.Rand, n int) ([]string, error) {
+func bodyPhrases(ctx context.Context, store db.Store, rng *rand.Rand, n int) ([]string, error) {
 	total, err := store.CountIndexDocs(ctx)
 	if err != nil || total == 0 {
 		return nil, err

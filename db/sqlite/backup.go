@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -42,8 +42,8 @@ func (s *Store) Backup(ctx context.Context, out string) error {
 	return nil
 }
 
-// SQLiteVersion reports the version of the SQLite library linked into the binary.
-func SQLiteVersion() string {
+// Version reports the version of the SQLite library linked into the binary.
+func Version() string {
 	v, _, _ := sqlite3.Version()
 	return v
 }

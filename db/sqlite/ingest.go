@@ -1,16 +1,18 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"database/sql"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Deliver stores one delivery (a message for one or more inboxes) all or nothing.
 // Concurrent deliveries share commits through the store's group commit (write.go).
-func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error) {
+func (s *Store) Deliver(ctx context.Context, msgs []db.NewMessage) ([]db.Stored, error) {
 	ctx = noCancel(ctx)
 	packed := packAll(msgs)
-	var stored []Stored
+	var stored []db.Stored
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		stored, err = insertAll(ctx, tx, msgs, packed)
@@ -27,14 +29,14 @@ func (s *Store) Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error
 // savepoint): a group that fails is rolled back without undoing the others, and its error
 // is in errs. err reports a failure of the transaction itself; then nothing at all was
 // stored.
-func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error) {
+func (s *Store) DeliverBatch(ctx context.Context, groups [][]db.NewMessage) (stored [][]db.Stored, errs []error, err error) {
 	ctx = noCancel(ctx)
 	packed := make([][]*packedMessage, len(groups))
 	for g := range groups {
 		packed[g] = packAll(groups[g])
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		stored = make([][]Stored, len(groups))
+		stored = make([][]db.Stored, len(groups))
 		errs = make([]error, len(groups))
 		for g, msgs := range groups {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT delivery"); err != nil {
@@ -61,8 +63,8 @@ func (s *Store) DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored
 	return stored, errs, err
 }
 
-func insertAll(ctx context.Context, tx *sql.Tx, msgs []NewMessage, packed []*packedMessage) ([]Stored, error) {
-	out := make([]Stored, 0, len(msgs))
+func insertAll(ctx context.Context, tx *sql.Tx, msgs []db.NewMessage, packed []*packedMessage) ([]db.Stored, error) {
+	out := make([]db.Stored, 0, len(msgs))
 	for i := range msgs {
 		st, err := insertMessage(ctx, tx, &msgs[i], packed[i])
 		if err != nil {
@@ -78,17 +80,17 @@ func insertAll(ctx context.Context, tx *sql.Tx, msgs []NewMessage, packed []*pac
 // never outlives a transaction) gets them from the message itself, which saves the
 // subqueries of refreshThread on the busiest path (most inbound mail starts a thread);
 // any other thread is refreshed.
-func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *NewMessage) error {
+func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *db.NewMessage) error {
 	ts := millis(n.Timestamp)
 	var received, sent sql.NullInt64
-	if n.Direction == Sent {
+	if n.Direction == db.Sent {
 		sent = sql.NullInt64{Int64: ts, Valid: true}
 	} else {
 		received = sql.NullInt64{Int64: ts, Valid: true}
 	}
 	trashed := false
 	for _, l := range n.Labels {
-		trashed = trashed || l == LabelTrash
+		trashed = trashed || l == db.LabelTrash
 	}
 	var l threadLists
 	l.add(n.From, n.To, n.Cc)
@@ -100,7 +102,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 	res, err := tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = 1, attachment_count = ?,
 		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?, senders = ?, recipients = ?, labels = ?
 		WHERE id = ? AND message_count = 0`,
-		messageRow, ts, len(n.Attachments), received, sent, trashed, n.quarantined(),
+		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
 		jsonList(l.senders), jsonList(l.recipients), jsonList(l.labels), threadRow)
 	if err != nil {
 		return err
@@ -114,7 +116,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 // appendToThread adds a message to the aggregates of the thread it joined when it is the
 // thread's newest (a reply arriving: the common case), from the thread row alone; any other
 // case (mail arriving out of order, a thread without kept lists) recomputes them all.
-func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *NewMessage, ts int64, trashed bool) error {
+func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, n *db.NewMessage, ts int64, trashed bool) error {
 	var (
 		lastTS                      int64
 		received, sent              sql.NullInt64
@@ -129,7 +131,7 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 	if ts < lastTS || !senders.Valid || !recipients.Valid || !labels.Valid {
 		return refreshThread(ctx, tx, threadRow)
 	}
-	if n.Direction == Sent {
+	if n.Direction == db.Sent {
 		sent = sql.NullInt64{Int64: max(ts, sent.Int64), Valid: true}
 	} else {
 		received = sql.NullInt64{Int64: max(ts, received.Int64), Valid: true}
@@ -147,7 +149,7 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 	_, err = tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = message_count + 1,
 		attachment_count = attachment_count + ?, received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?,
 		senders = ?, recipients = ?, labels = ? WHERE id = ?`,
-		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.quarantined(),
+		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
 		jsonList(l.senders), jsonList(l.recipients), jsonList(sortedKeys(set)), threadRow)
 	return err
 }

@@ -1,4 +1,4 @@
-package db_test
+package sqlite_test
 
 import (
 	"context"
@@ -6,20 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/db/sqlite"
+
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
 )
 
-func openStore(t *testing.T) *db.Store {
+func openStore(t *testing.T) *sqlite.Store {
 	t.Helper()
-	s, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), db.Options{})
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
 	qt.Assert(t, err, qt.IsNil)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
 
-func setup(t *testing.T, s *db.Store) *db.Inbox {
+func setup(t *testing.T, s *sqlite.Store) *db.Inbox {
 	t.Helper()
 	ctx := context.Background()
 	qt.Assert(t, s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
@@ -28,7 +30,7 @@ func setup(t *testing.T, s *db.Store) *db.Inbox {
 	return in
 }
 
-func send(t *testing.T, s *db.Store, in *db.Inbox, key string, rcpts ...string) db.SendResult {
+func send(t *testing.T, s *sqlite.Store, in *db.Inbox, key string, rcpts ...string) db.SendResult {
 	t.Helper()
 	stamp := db.Time{Time: s.Now()}.String()
 	d := &db.Delivery{Version: 1, SentAt: stamp, UpdatedAt: stamp}

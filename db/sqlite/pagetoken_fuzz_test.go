@@ -1,9 +1,11 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // FuzzPageToken: a page token is the one piece of server state a client hands back, so it
@@ -18,7 +20,7 @@ func FuzzPageToken(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { s.Close() })
-	mine, other := listScope("messages", "1", ""), listScope("messages", "2", "")
+	mine, other := db.ListScope("messages", "1", ""), db.ListScope("messages", "2", "")
 	f.Add(s.encodeToken(mine, 1767225600000, 42), "1")
 	f.Add(s.encodeToken(other, 1767225600000, 42), "1")
 	f.Add(s.encodeToken(mine, -1, 0), "2")
@@ -26,10 +28,10 @@ func FuzzPageToken(f *testing.F) {
 	f.Add("20", "1")
 	f.Add(".", "1")
 	f.Fuzz(func(t *testing.T, token, inbox string) {
-		scope := listScope("messages", inbox, "")
+		scope := db.ListScope("messages", inbox, "")
 		c, err := s.decodeToken(token, scope)
 		if err != nil {
-			if !IsCode(err, ECodeInvalidArgument) {
+			if !db.IsCode(err, db.ECodeInvalidArgument) {
 				t.Fatalf("%q: %v is not invalid_argument", token, err)
 			}
 			return

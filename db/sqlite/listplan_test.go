@@ -1,9 +1,11 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/inboxd/inboxd/db"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -14,14 +16,14 @@ import (
 func TestListMessagesReadsTheTimeIndex(t *testing.T) {
 	c := qt.New(t)
 	s := tempStore(t)
-	filters := []MessageFilter{
+	filters := []db.MessageFilter{
 		{},
 		{Category: "billing"},
 		{NeedsReply: "yes"},
 		{Urgency: "high"},
 		{Category: "support", NeedsReply: "uncertain", Urgency: "critical"},
 		{Labels: []string{"unread"}, Category: "sales"},
-		{Labels: []string{LabelQuarantined}},
+		{Labels: []string{db.LabelQuarantined}},
 	}
 	for _, f := range filters {
 		for _, cur := range []*cursor{nil, {TS: 1700000000000, ID: 42}} {

@@ -1,23 +1,25 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"strings"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // EnsureAccount creates the account if it does not exist, else updates its plan, and
 // attaches the given domains to it. Running it twice with the same input changes nothing.
 //
 // Errors: invalid_argument (unknown plan), domain_conflict (a domain belongs to another account).
-func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) error {
+func (s *Store) EnsureAccount(ctx context.Context, a db.Account, domains []string) error {
 	ctx = noCancel(ctx)
-	if _, ok := PlanByID(a.Plan); !ok && a.Plan != PlanExempt {
-		return Errorf(ECodeInvalidArgument, "plan: unknown plan %q", a.Plan)
+	if _, ok := db.PlanByID(a.Plan); !ok && a.Plan != db.PlanExempt {
+		return db.Errorf(db.ECodeInvalidArgument, "plan: unknown plan %q", a.Plan)
 	}
 	if a.ID == "" {
-		return Errorf(ECodeInvalidArgument, "id: account id is required")
+		return db.Errorf(db.ECodeInvalidArgument, "id: account id is required")
 	}
 	now := s.Now()
 	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
@@ -42,7 +44,7 @@ func (s *Store) EnsureAccount(ctx context.Context, a Account, domains []string) 
 			case err != nil:
 				return err
 			case owner != a.ID:
-				return Errorf("domain_conflict", "domain %s belongs to another account", d)
+				return db.Errorf("domain_conflict", "domain %s belongs to another account", d)
 			}
 		}
 		return nil
@@ -60,17 +62,17 @@ func (s *Store) CountAccounts(ctx context.Context) (int, error) {
 // Account returns one account.
 //
 // Errors: not_found.
-func (s *Store) Account(ctx context.Context, id string) (*Account, error) {
+func (s *Store) Account(ctx context.Context, id string) (*db.Account, error) {
 	ctx = noCancel(ctx)
 	var (
-		a       Account
+		a       db.Account
 		quota   sql.NullInt64
 		created int64
 	)
 	err := s.r.QueryRowContext(ctx, "SELECT id, plan, disabled, inbox_quota, created_at FROM accounts WHERE id = ?", id).
 		Scan(&a.ID, &a.Plan, &a.Disabled, &quota, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ECodeNotFound, "account %s not found", id)
+		return nil, db.Errorf(db.ECodeNotFound, "account %s not found", id)
 	}
 	if err != nil {
 		return nil, storageError(err)
@@ -116,7 +118,7 @@ func accountExists(ctx context.Context, tx *sql.Tx, id string) error {
 		return err
 	}
 	if n == 0 {
-		return Errorf(ECodeNotFound, "account %s not found", id)
+		return db.Errorf(db.ECodeNotFound, "account %s not found", id)
 	}
 	return nil
 }

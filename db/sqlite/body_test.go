@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inboxd/inboxd/db"
 
 	qt "github.com/frankban/quicktest"
 	"github.com/klauspost/compress/zstd"
@@ -91,7 +93,7 @@ func TestMigrationPacksExistingBodies(t *testing.T) {
 	c.Assert(m.BodyText, qt.Equals, "First line")
 	c.Assert(m.BodyHTML, qt.Equals, "<p>First line</p>")
 	c.Assert(m.Labels, qt.DeepEquals, []string{"received", "unread"})
-	c.Assert(m.Triage, qt.DeepEquals, &Triage{Status: TriagePending})
+	c.Assert(m.Triage, qt.DeepEquals, &db.Triage{Status: db.TriagePending})
 	c.Assert(m.Protection.Spam.Score, qt.Equals, 0.5)
 	rm, err := s.ReviewMessage(ctx, "m1")
 	c.Assert(err, qt.IsNil)
@@ -107,7 +109,7 @@ func TestMigrationPacksExistingBodies(t *testing.T) {
 	c.Assert(s.r.QueryRow("SELECT COUNT(*) FROM pragma_table_xinfo('messages') WHERE name = 'body_text'").Scan(&columns), qt.IsNil)
 	c.Assert(columns, qt.Equals, 0)
 
-	threads, _, err := s.ListThreads(ctx, 1, MessageFilter{}, 20, "")
+	threads, _, err := s.ListThreads(ctx, 1, db.MessageFilter{}, 20, "")
 	c.Assert(err, qt.IsNil)
 	c.Assert(threads, qt.HasLen, 1)
 	c.Assert(threads[0].Senders, qt.DeepEquals, []string{"x@example.org"})

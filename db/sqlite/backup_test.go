@@ -1,4 +1,4 @@
-package db_test
+package sqlite_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/inboxd/inboxd/db/sqlite"
 
 	qt "github.com/frankban/quicktest"
 
@@ -44,7 +46,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	wg.Wait()
 	c.Assert(s.Backup(ctx, out), qt.ErrorMatches, ".*already exists")
 
-	b, err := db.Open(ctx, out, db.Options{})
+	b, err := sqlite.Open(ctx, out, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer b.Close()
 	ok, err := b.IntegrityCheck(ctx)
@@ -55,7 +57,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	msgs, _, err := b.ListMessages(ctx, bin.ID, db.MessageFilter{}, 100, "")
 	c.Assert(err, qt.IsNil)
 	c.Assert(len(msgs) >= 50, qt.IsTrue, qt.Commentf("backup has %d messages", len(msgs)))
-	c.Assert(db.SQLiteVersion(), qt.Matches, `3\.\d+\.\d+`)
+	c.Assert(sqlite.Version(), qt.Matches, `3\.\d+\.\d+`)
 }
 
 // A backup to a directory that is missing, or that is a file, says so rather than report

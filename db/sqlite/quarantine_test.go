@@ -1,8 +1,10 @@
-package db_test
+package sqlite_test
 
 import (
 	"context"
 	"testing"
+
+	"github.com/inboxd/inboxd/db/sqlite"
 
 	qt "github.com/frankban/quicktest"
 
@@ -10,7 +12,7 @@ import (
 )
 
 // held stores a received message with a quarantine verdict and returns its review id.
-func held(t *testing.T, s *db.Store, in *db.Inbox, id string, av db.Antivirus, reasons ...string) string {
+func held(t *testing.T, s *sqlite.Store, in *db.Inbox, id string, av db.Antivirus, reasons ...string) string {
 	t.Helper()
 	n := db.NewMessage{InboxID: in.ID, MessageID: id, Direction: db.Received, From: "x@spam.test", To: []string{in.Address},
 		Subject: "s " + id, Text: "t", Timestamp: s.Now(), Labels: db.InitialLabels(db.Received, true, nil),

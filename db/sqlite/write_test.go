@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/db"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -159,7 +161,7 @@ func TestGroupedWritesOnAFullDisk(t *testing.T) {
 		}
 		failed++
 		c.Check(stored[names[i]], qt.IsFalse, qt.Commentf("%s failed but stored", names[i]))
-		c.Check(IsCode(err, ECodeUnavailable), qt.IsTrue, qt.Commentf("%v", err))
+		c.Check(db.IsCode(err, db.ECodeUnavailable), qt.IsTrue, qt.Commentf("%v", err))
 	}
 	c.Assert(failed > 0, qt.IsTrue, qt.Commentf("the full disk refused nothing"))
 }

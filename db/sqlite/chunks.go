@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Large raw messages and attachments are stored in chunks (migration 0012): a 25 MiB
@@ -134,7 +136,7 @@ func (a *AttachmentReader) load() error {
 		err = a.r.QueryRowContext(a.ctx, "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND seq = ?", a.row, seq).Scan(&a.chunk)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(ECodeNotFound, "attachment not found")
+		return db.Errorf(db.ECodeNotFound, "attachment not found")
 	}
 	if err == nil && a.off >= a.base+int64(len(a.chunk)) {
 		err = fmt.Errorf("db: attachment %d: chunk at %d holds %d bytes, short of %d", a.row, a.base, len(a.chunk), a.size)

@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/inboxd/inboxd/db"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -22,8 +24,8 @@ func TestLargeMailRoundTrips(t *testing.T) {
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), Options{})
 	c.Assert(err, qt.IsNil)
 	defer s.Close()
-	c.Assert(s.EnsureAccount(ctx, Account{ID: "a", Plan: PlanExempt}, nil), qt.IsNil)
-	in, err := s.CreateInbox(ctx, NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	in, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 
 	random := func(n int) []byte {
@@ -34,10 +36,10 @@ func TestLargeMailRoundTrips(t *testing.T) {
 	raw := append([]byte("Subject: large\r\n\r\n"), random(3*chunkSize+17)...)
 	trace := "Received: from a.test\r\n"
 	big, small := random(2*chunkSize+5), random(100)
-	st, err := s.Deliver(ctx, []NewMessage{{InboxID: in.ID, MessageID: "<large@x.test>", Direction: Received,
+	st, err := s.Deliver(ctx, []db.NewMessage{{InboxID: in.ID, MessageID: "<large@x.test>", Direction: db.Received,
 		From: "a@a.test", Subject: "large", Text: "see the files", Timestamp: s.Now(), Raw: raw, Trace: trace,
-		Labels: InitialLabels(Received, false, nil), Triage: &Triage{Status: TriagePending},
-		Attachments: []NewAttachment{{Filename: "big.bin", ContentType: "application/octet-stream", Content: big},
+		Labels: db.InitialLabels(db.Received, false, nil), Triage: &db.Triage{Status: db.TriagePending},
+		Attachments: []db.NewAttachment{{Filename: "big.bin", ContentType: "application/octet-stream", Content: big},
 			{Filename: "small.bin", ContentType: "application/octet-stream", Content: small}}}})
 	c.Assert(err, qt.IsNil)
 

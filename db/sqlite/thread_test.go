@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/db"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -16,30 +18,30 @@ func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	s := tempStore(t)
-	c.Assert(s.EnsureAccount(ctx, Account{ID: "a", Plan: PlanExempt}, nil), qt.IsNil)
-	in, err := s.CreateInbox(ctx, NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	in, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	msg := func(i int, at time.Duration, dir, from string, to, cc, labels []string, refs ...string) NewMessage {
-		n := NewMessage{InboxID: in.ID, MessageID: fmt.Sprintf("<m%d@x.test>", i), Direction: dir, From: from, To: to, Cc: cc,
+	msg := func(i int, at time.Duration, dir, from string, to, cc, labels []string, refs ...string) db.NewMessage {
+		n := db.NewMessage{InboxID: in.ID, MessageID: fmt.Sprintf("<m%d@x.test>", i), Direction: dir, From: from, To: to, Cc: cc,
 			Bcc: []string{}, ReplyTo: []string{}, Subject: "s", Text: "t", Timestamp: base.Add(at), Labels: labels,
 			References: refs, ThreadCandidates: refs}
 		if i == 2 {
-			n.Attachments = []NewAttachment{{Filename: "a.txt", ContentType: "text/plain", Content: []byte("x")}}
+			n.Attachments = []db.NewAttachment{{Filename: "a.txt", ContentType: "text/plain", Content: []byte("x")}}
 		}
 		return n
 	}
-	rcv := InitialLabels(Received, false, nil)
-	msgs := []NewMessage{
-		msg(1, 0, Received, "ann@y.test", []string{"me@x.test"}, []string{"bob@y.test"}, rcv),
-		msg(2, time.Minute, Sent, "me@x.test", []string{"ann@y.test"}, nil, InitialLabels(Sent, false, []string{"important"}), "<m1@x.test>"),
-		msg(3, 2*time.Minute, Received, "bob@y.test", []string{"me@x.test", "cat@y.test"}, nil, InitialLabels(Received, false, []string{LabelTrash}), "<m2@x.test>"),
-		msg(4, 30*time.Second, Received, "dan@y.test", []string{"me@x.test"}, nil, rcv, "<m3@x.test>"), // older than the thread's newest
-		msg(5, 3*time.Minute, Received, "ann@y.test", []string{"me@x.test"}, []string{"eve@y.test"}, rcv, "<m4@x.test>"),
+	rcv := db.InitialLabels(db.Received, false, nil)
+	msgs := []db.NewMessage{
+		msg(1, 0, db.Received, "ann@y.test", []string{"me@x.test"}, []string{"bob@y.test"}, rcv),
+		msg(2, time.Minute, db.Sent, "me@x.test", []string{"ann@y.test"}, nil, db.InitialLabels(db.Sent, false, []string{"important"}), "<m1@x.test>"),
+		msg(3, 2*time.Minute, db.Received, "bob@y.test", []string{"me@x.test", "cat@y.test"}, nil, db.InitialLabels(db.Received, false, []string{db.LabelTrash}), "<m2@x.test>"),
+		msg(4, 30*time.Second, db.Received, "dan@y.test", []string{"me@x.test"}, nil, rcv, "<m3@x.test>"), // older than the thread's newest
+		msg(5, 3*time.Minute, db.Received, "ann@y.test", []string{"me@x.test"}, []string{"eve@y.test"}, rcv, "<m4@x.test>"),
 	}
 	for _, m := range msgs {
-		_, err := s.Deliver(ctx, []NewMessage{m})
+		_, err := s.Deliver(ctx, []db.NewMessage{m})
 		c.Assert(err, qt.IsNil)
 	}
 	const cols = "last_ts, last_message, message_count, attachment_count, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels"

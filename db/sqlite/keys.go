@@ -1,0 +1,244 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// CreateKey stores a key. Storing a key that already exists with the same hash is a no-op,
+// so loading a fixture twice changes nothing.
+//
+// Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
+// key_limit (20 active account keys).
+func (s *Store) CreateKey(ctx context.Context, k db.NewKey) error {
+	ctx = noCancel(ctx)
+	mailbox := strings.HasPrefix(k.Token, db.MailboxKeyPrefix)
+	if !mailbox && !strings.HasPrefix(k.Token, db.AccountKeyPrefix) {
+		return db.Errorf(db.ECodeInvalidArgument, "token: must start with %s or %s", db.AccountKeyPrefix, db.MailboxKeyPrefix)
+	}
+	if len(k.Token) < 16 || len(k.Token) > 512 {
+		return db.Errorf(db.ECodeInvalidArgument, "token: must be 16 to 512 characters")
+	}
+	if mailbox && k.InboxAddress == "" {
+		return db.Errorf(db.ECodeInvalidArgument, "inbox: a %s key needs an inbox", db.MailboxKeyPrefix)
+	}
+	if !mailbox {
+		if len(k.Scopes) == 0 {
+			return db.Errorf(db.ECodeInvalidArgument, "scopes: an account key needs at least one scope")
+		}
+		for _, sc := range k.Scopes {
+			if !db.ValidScope(sc) {
+				return db.Errorf(db.ECodeInvalidArgument, "scopes: unknown scope %q", sc)
+			}
+		}
+	}
+	now := s.Now()
+	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
+	return s.write(ctx, func(tx *sql.Tx) error {
+		hash := hashToken(k.Token)
+		var owner string
+		err := tx.QueryRowContext(ctx, "SELECT account_id FROM keys WHERE hash = ?", hash).Scan(&owner)
+		switch {
+		case err == nil && owner == k.AccountID:
+			return nil
+		case err == nil:
+			return db.Errorf(db.ECodeInvalidArgument, "token: this key already belongs to another account")
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if err := accountExists(ctx, tx, k.AccountID); err != nil {
+			return err
+		}
+		var inboxID sql.NullInt64
+		kind := "account"
+		if mailbox {
+			kind = "mailbox"
+			err := tx.QueryRowContext(ctx,
+				"SELECT id FROM inboxes WHERE address = ? AND account_id = ? AND retired_at IS NULL",
+				strings.ToLower(k.InboxAddress), k.AccountID).Scan(&inboxID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return db.Errorf(db.ECodeNotFound, "inbox %s not found in account %s", k.InboxAddress, k.AccountID)
+			}
+			if err != nil {
+				return err
+			}
+			if k.Replace {
+				if _, err := tx.ExecContext(ctx, "UPDATE keys SET revoked_at = ? WHERE inbox_id = ? AND kind = 'mailbox' AND revoked_at IS NULL",
+					millis(now), inboxID); err != nil {
+					return err
+				}
+			}
+		} else {
+			var active int
+			err := tx.QueryRowContext(ctx, activeAccountKeysSQL, k.AccountID, millis(now)).Scan(&active)
+			if err != nil {
+				return err
+			}
+			if active >= db.MaxActiveKeys {
+				return db.Errorf(db.ECodeKeyLimit, "account %s already has %d active keys", k.AccountID, db.MaxActiveKeys)
+			}
+		}
+		var expires sql.NullInt64
+		if k.ExpiresAt != nil {
+			expires = sql.NullInt64{Int64: millis(*k.ExpiresAt), Valid: true}
+		}
+		prefix := k.Token
+		if len(prefix) > 12 {
+			prefix = prefix[:12]
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys(account_id, kind, hash, prefix, scopes, inbox_id, expires_at, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.AccountID, kind, hash, prefix, strings.Join(k.Scopes, " "), inboxID, expires, millis(now))
+		return err
+	})
+}
+
+// KeyOwner returns the account a token is a key of, or "" when the store has no such
+// key (a fixture checks it before writing anything).
+func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
+	var owner string
+	err := s.r.QueryRowContext(noCancel(ctx), "SELECT account_id FROM keys WHERE hash = ?", hashToken(token)).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return owner, err
+}
+
+// ActiveAccountKeys counts an account's account keys that are neither revoked nor
+// expired: CreateKey refuses one past MaxActiveKeys.
+func (s *Store) ActiveAccountKeys(ctx context.Context, accountID string) (int, error) {
+	var active int
+	err := s.r.QueryRowContext(noCancel(ctx), activeAccountKeysSQL, accountID, millis(s.Now())).Scan(&active)
+	return active, err
+}
+
+const activeAccountKeysSQL = `SELECT COUNT(*) FROM keys WHERE account_id = ? AND kind = 'account'
+	AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`
+
+// Authenticate resolves a bearer token.
+//
+// Errors: unauthorized (missing, malformed, unknown, expired or revoked key),
+// access_denied (the account is disabled).
+func (s *Store) Authenticate(ctx context.Context, token string) (*db.Principal, error) {
+	ctx = noCancel(ctx)
+	if !strings.HasPrefix(token, db.AccountKeyPrefix) && !strings.HasPrefix(token, db.MailboxKeyPrefix) {
+		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+	}
+	want := hashToken(token)
+	if p, ok := s.auth.get(want, millis(s.Now())); ok {
+		return p, nil
+	}
+	gen := s.auth.generation()
+	var (
+		p        db.Principal
+		stored   []byte
+		kind     string
+		scopes   string
+		inboxID  sql.NullInt64
+		expires  sql.NullInt64
+		revoked  sql.NullInt64
+		disabled bool
+	)
+	err := s.r.QueryRowContext(ctx, `SELECT k.hash, k.account_id, k.kind, k.scopes, k.inbox_id, k.expires_at, k.revoked_at, a.disabled
+		FROM keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, want).
+		Scan(&stored, &p.AccountID, &kind, &scopes, &inboxID, &expires, &revoked, &disabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	// The row was found through an index on the hash; the compare is constant-time anyway
+	// so that no code path compares key material byte by byte.
+	if subtle.ConstantTimeCompare(stored, want) != 1 {
+		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+	}
+	if revoked.Valid || (expires.Valid && expires.Int64 <= millis(s.Now())) {
+		return nil, db.Errorf(db.ECodeUnauthorized, "API key expired or revoked")
+	}
+	if disabled {
+		return nil, db.Errorf(db.ECodeAccessDenied, "account is disabled")
+	}
+	p.Mailbox = kind == "mailbox"
+	p.InboxID = inboxID.Int64
+	if scopes != "" {
+		p.Scopes = strings.Fields(scopes)
+	}
+	s.auth.put(want, gen, &p, expires)
+	return &p, nil
+}
+
+// authCacheTTL bounds how long a resolved key is trusted without asking the database.
+// Changes this process makes (a mailbox key deleted with its inbox, a new key, an account
+// changed) clear the cache at once; the TTL bounds changes made to the file by another
+// process (inboxd keys, inboxd seed) or by hand.
+const authCacheTTL = 5 * time.Second
+
+// authCacheMax bounds the cache; past it the cache starts over.
+const authCacheMax = 10000
+
+// authCache maps a key's SHA-256 to the principal it resolved to: every API request
+// authenticates, and the answer rarely changes. Only keys that resolved are kept.
+type authCache struct {
+	mu  sync.RWMutex
+	gen uint64
+	m   map[[sha256.Size]byte]authEntry
+}
+
+type authEntry struct {
+	p       db.Principal
+	expires sql.NullInt64 // the key's own expiry, checked on every use
+	until   time.Time     // end of trust in this entry
+}
+
+func (c *authCache) get(hash []byte, now int64) (*db.Principal, bool) {
+	c.mu.RLock()
+	e, ok := c.m[[sha256.Size]byte(hash)]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.until) || (e.expires.Valid && e.expires.Int64 <= now) {
+		return nil, false
+	}
+	p := e.p
+	return &p, true
+}
+
+func (c *authCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// put keeps p unless the cache was invalidated since gen was read: the lookup may have
+// seen the state before that change.
+func (c *authCache) put(hash []byte, gen uint64, p *db.Principal, expires sql.NullInt64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.m == nil || len(c.m) >= authCacheMax {
+		c.m = map[[sha256.Size]byte]authEntry{}
+	}
+	c.m[[sha256.Size]byte(hash)] = authEntry{p: *p, expires: expires, until: time.Now().Add(authCacheTTL)}
+}
+
+// invalidate forgets every cached key; call it after a change to keys, accounts or inboxes.
+func (c *authCache) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	c.m = nil
+	c.mu.Unlock()
+}

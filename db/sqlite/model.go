@@ -1,0 +1,11 @@
+package sqlite
+
+import (
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+func fromMillis(ms int64) db.Time { return db.Time{Time: time.UnixMilli(ms).UTC()} }
+
+func millis(t time.Time) int64 { return t.UnixMilli() }

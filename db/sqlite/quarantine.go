@@ -1,0 +1,378 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// saveProtectionDetail stores a new message's verdict detail (packed), when it has one.
+func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, detail any) error {
+	if detail == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO protection_details(message_id, detail_z) VALUES (?, ?)", rowID, detail)
+	return err
+}
+
+// ListQuarantined returns quarantined messages of live inboxes, newest first, and the
+// cursor of the next page ("" when this is the last).
+func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]db.QuarantineItem, string, error) {
+	ctx = noCancel(ctx)
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 50
+	}
+	var q strings.Builder
+	q.WriteString(`SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts, m.protection_z, m.attachment_count
+		FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+		WHERE m.quarantined = 1 AND i.retired_at IS NULL`)
+	var args []any
+	if f.AccountID != "" {
+		q.WriteString(" AND i.account_id = ?")
+		args = append(args, f.AccountID)
+	}
+	if f.Inbox != "" {
+		q.WriteString(" AND i.address = ?")
+		args = append(args, strings.ToLower(f.Inbox))
+	}
+	if f.Before != "" {
+		tsS, idS, _ := strings.Cut(f.Before, "-")
+		ts, err1 := strconv.ParseInt(tsS, 10, 64)
+		id, err2 := strconv.ParseInt(idS, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, "", db.Errorf(db.ECodeInvalidArgument, "before: not a page cursor")
+		}
+		q.WriteString(" AND (m.ts, m.id) < (?, ?)")
+		args = append(args, ts, id)
+	}
+	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(f.Limit+1))
+	var out []db.QuarantineItem
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var it db.QuarantineItem
+			var ts int64
+			var prot zjson
+			if err := rows.Scan(&it.RowID, &it.UUID, &it.AccountID, &it.Inbox, &it.MessageID, &it.From, &it.Subject, &ts, &prot, &it.AttachmentCount); err != nil {
+				return err
+			}
+			it.Timestamp = fromMillis(ts).Time
+			if prot.Valid {
+				if err := json.Unmarshal([]byte(prot.String), &it.Protection); err != nil {
+					return err
+				}
+			}
+			out = append(out, it)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = strconv.FormatInt(millis(last.Timestamp), 10) + "-" + strconv.FormatInt(last.RowID, 10)
+	}
+	return out, next, nil
+}
+
+// QuarantineCounts returns, per account and inbox, how many messages wait for review.
+func (s *Store) QuarantineCounts(ctx context.Context) ([]db.QuarantineCount, error) {
+	ctx = noCancel(ctx)
+	var out []db.QuarantineCount
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT i.account_id, i.address, COUNT(*) FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+			WHERE m.quarantined = 1 AND i.retired_at IS NULL GROUP BY i.account_id, i.address ORDER BY i.account_id, i.address`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c db.QuarantineCount
+			if err := rows.Scan(&c.AccountID, &c.Inbox, &c.Count); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// maxReviewHeader bounds the raw header shown to the reviewer.
+const maxReviewHeader = 64 << 10
+
+// ReviewMessage loads one message that carries a protection verdict, by its internal
+// UUID: quarantined, released or clean.
+//
+// Errors: not_found.
+func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessage, error) {
+	ctx = noCancel(ctx)
+	var m db.ReviewMessage
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var ts int64
+		var prot, detail zjson
+		var to, cc, replyTo string
+		var body []byte
+		err := tx.QueryRowContext(ctx, `SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts,
+			m.protection_z, m.attachment_count, m.quarantined, m.to_addrs, m.cc_addrs, m.reply_to, m.body, d.detail_z
+			FROM messages m JOIN inboxes i ON i.id = m.inbox_id LEFT JOIN protection_details d ON d.message_id = m.id
+			WHERE m.uuid = ? AND m.protection_z IS NOT NULL AND i.retired_at IS NULL`, uuid).
+			Scan(&m.RowID, &m.UUID, &m.AccountID, &m.Inbox, &m.MessageID, &m.From, &m.Subject, &ts, &prot, &m.AttachmentCount,
+				&m.Quarantined, &to, &cc, &replyTo, &body, &detail)
+		if errors.Is(err, sql.ErrNoRows) {
+			return db.Errorf(db.ECodeNotFound, "no scanned message %s", uuid)
+		}
+		if err != nil {
+			return err
+		}
+		m.Timestamp = fromMillis(ts).Time
+		m.To, m.Cc, m.ReplyTo = parseList(to), parseList(cc), parseList(replyTo)
+		if err := json.Unmarshal([]byte(prot.String), &m.Protection); err != nil {
+			return err
+		}
+		if detail.Valid {
+			m.Detail = new(db.ProtectionDetail)
+			if err := json.Unmarshal([]byte(detail.String), m.Detail); err != nil {
+				return err
+			}
+		}
+		text, html, _, err := unpackBody(body, false)
+		if err != nil {
+			return err
+		}
+		raw, err := loadRaw(ctx, tx, m.RowID, body, maxReviewHeader)
+		if err != nil {
+			return err
+		}
+		m.Text, m.HTML = text, html
+		m.Header = headerSection(raw[:min(len(raw), maxReviewHeader)])
+		msgs := []db.Message{{ID: m.RowID}}
+		if err := fillLabelsAndAttachments(ctx, tx, msgs); err != nil {
+			return err
+		}
+		m.Labels, m.Attachments = msgs[0].Labels, msgs[0].Attachments
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// headerSection returns the header part of raw RFC 5322 bytes.
+func headerSection(raw []byte) string {
+	end := len(raw)
+	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
+		end = i
+	}
+	if i := bytes.Index(raw[:end], []byte("\n\n")); i >= 0 {
+		end = i
+	}
+	return strings.ReplaceAll(string(raw[:end]), "\r\n", "\n")
+}
+
+// ReleaseMessage lets a quarantined message through (API-NOTES section 9): protection
+// status released with releasedAt and releasedBy, labels received+unread (quarantined
+// and trash removed, the message's own labels kept), visible to lists and search again,
+// and its pending triage eligible. It reports false when the message was not quarantined
+// (releasing twice is a no-op). A refusal is written to the audit log too.
+//
+// Errors: not_found, malware_blocked.
+func (s *Store) ReleaseMessage(ctx context.Context, uuid string, by db.Actor) (bool, error) {
+	ctx = noCancel(ctx)
+	now := s.Now()
+	var refused, released bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		it, quarantined, err := loadForAction(ctx, tx, uuid)
+		if err != nil {
+			return err
+		}
+		if !quarantined {
+			return nil
+		}
+		p := it.Protection
+		if p.Antivirus.Status != "clean" {
+			refused = true
+			return audit(ctx, tx, now, db.AuditEntry{Actor: by.Name, Remote: by.Remote, Action: "release_refused", AccountID: it.AccountID,
+				Inbox: it.Inbox, MessageID: it.MessageID, Detail: "antivirus status " + p.Antivirus.Status + ": " + strings.Join(p.Antivirus.Signatures, ", ")})
+		}
+		p.Status = db.ProtectionReleased
+		p.ReleasedAt = db.Time{Time: now}.String()
+		p.ReleasedBy = by.Name
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET quarantined = 0, protection_z = ? WHERE id = ?", packJSON(jsonText(&p)), it.RowID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM message_labels WHERE message_id = ? AND label IN ('quarantined', 'trash')", it.RowID); err != nil {
+			return err
+		}
+		for _, l := range []string{db.LabelReceived, db.LabelUnread} {
+			if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) VALUES (?, ?)", it.RowID, l); err != nil {
+				return err
+			}
+		}
+		var thread int64
+		if err := tx.QueryRowContext(ctx, "SELECT thread_id FROM messages WHERE id = ?", it.RowID).Scan(&thread); err != nil {
+			return err
+		}
+		if err := refreshThread(ctx, tx, thread); err != nil {
+			return err
+		}
+		// Search may return it now. Its pending triage needs nothing: the triage queue kept
+		// its row, and the worker takes rows of messages that are not quarantined.
+		if err := enqueueIndex(ctx, tx, "m.id = ?", it.RowID); err != nil {
+			return err
+		}
+		released = true
+		return audit(ctx, tx, now, db.AuditEntry{Actor: by.Name, Remote: by.Remote, Action: "release", AccountID: it.AccountID,
+			Inbox: it.Inbox, MessageID: it.MessageID, Detail: "reasons: " + strings.Join(it.Protection.Reasons, ", ")})
+	})
+	if err != nil {
+		return false, err
+	}
+	if refused {
+		return false, db.Errorf(db.ECodeMalwareBlocked, "the antivirus verdict is not clean: a message with malware or an unscannable attachment cannot be released")
+	}
+	return released, nil
+}
+
+// DeleteQuarantined deletes a quarantined message for good (attachments, labels, queue
+// rows and verdict detail go with it) and writes the audit log.
+//
+// Errors: not_found (also for a message that is not quarantined).
+func (s *Store) DeleteQuarantined(ctx context.Context, uuid string, by db.Actor) error {
+	ctx = noCancel(ctx)
+	now := s.Now()
+	return s.write(ctx, func(tx *sql.Tx) error {
+		it, quarantined, err := loadForAction(ctx, tx, uuid)
+		if err != nil {
+			return err
+		}
+		if !quarantined {
+			return db.Errorf(db.ECodeNotFound, "message %s is not in quarantine", uuid)
+		}
+		var thread int64
+		if err := tx.QueryRowContext(ctx, "SELECT thread_id FROM messages WHERE id = ?", it.RowID).Scan(&thread); err != nil {
+			return err
+		}
+		// Queued before the row goes: the indexer drops what it no longer finds.
+		if err := enqueueIndex(ctx, tx, "m.id = ?", it.RowID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", it.RowID); err != nil {
+			return err
+		}
+		if err := refreshThread(ctx, tx, thread); err != nil {
+			return err
+		}
+		return audit(ctx, tx, now, db.AuditEntry{Actor: by.Name, Remote: by.Remote, Action: "delete", AccountID: it.AccountID,
+			Inbox: it.Inbox, MessageID: it.MessageID, Detail: "reasons: " + strings.Join(it.Protection.Reasons, ", ")})
+	})
+}
+
+func loadForAction(ctx context.Context, tx *sql.Tx, uuid string) (*db.QuarantineItem, bool, error) {
+	var it db.QuarantineItem
+	var prot zjson
+	var quarantined bool
+	err := tx.QueryRowContext(ctx, `SELECT m.id, i.account_id, i.address, m.message_id, m.protection_z, m.quarantined
+		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.uuid = ? AND i.retired_at IS NULL`, uuid).
+		Scan(&it.RowID, &it.AccountID, &it.Inbox, &it.MessageID, &prot, &quarantined)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !prot.Valid) {
+		return nil, false, db.Errorf(db.ECodeNotFound, "no scanned message %s", uuid)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal([]byte(prot.String), &it.Protection); err != nil {
+		return nil, false, err
+	}
+	return &it, quarantined, nil
+}
+
+func audit(ctx context.Context, tx *sql.Tx, now time.Time, e db.AuditEntry) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO audit_log(at, actor, action, account_id, inbox, message_id, detail, remote)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, millis(now), e.Actor, e.Action, e.AccountID, e.Inbox, e.MessageID, e.Detail, e.Remote)
+	return err
+}
+
+// Audit appends an entry to the audit log (At is the store's clock).
+func (s *Store) Audit(ctx context.Context, e db.AuditEntry) error {
+	ctx = noCancel(ctx)
+	now := s.Now()
+	return s.write(ctx, func(tx *sql.Tx) error { return audit(ctx, tx, now, e) })
+}
+
+// AuditLog returns up to limit entries, newest first, older than the entry id before
+// (0 for the newest).
+func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]db.AuditEntry, error) {
+	ctx = noCancel(ctx)
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	q := "SELECT id, at, actor, action, account_id, inbox, message_id, detail, remote FROM audit_log"
+	args := []any{}
+	if before > 0 {
+		q += " WHERE id < ?"
+		args = append(args, before)
+	}
+	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
+	var out []db.AuditEntry
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e db.AuditEntry
+			var at int64
+			if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.AccountID, &e.Inbox, &e.MessageID, &e.Detail, &e.Remote); err != nil {
+				return err
+			}
+			e.At = fromMillis(at).Time
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// OperatorPasswordHash returns the stored password hash of an operator, or nil when the
+// operator has none.
+func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, error) {
+	ctx = noCancel(ctx)
+	var h []byte
+	err := s.r.QueryRowContext(ctx, "SELECT password_hash FROM operators WHERE name = ?", name).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return h, storageError(err)
+}
+
+// SetOperatorPasswordHash stores an operator's password hash (never the password) and
+// audits the change.
+func (s *Store) SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error {
+	ctx = noCancel(ctx)
+	now := s.Now()
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO operators(name, password_hash, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT(name) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
+			name, hash, millis(now)); err != nil {
+			return err
+		}
+		return audit(ctx, tx, now, db.AuditEntry{Actor: "system", Action: how, Detail: "operator " + name})
+	})
+}

@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// enqueueTriage puts a just-stored message on the triage queue, due at once.
+func enqueueTriage(ctx context.Context, tx *sql.Tx, rowID int64, at time.Time) error {
+	_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO triage_queue(message_id, next_at, created_at) VALUES (?, 0, ?)", rowID, millis(at))
+	return err
+}
+
+// ClaimTriage returns up to limit queued messages that are due at now and not
+// quarantined, leaving out the rows in skip (the ones being analyzed). Starting an
+// analysis spends a triage unit of the message's account, once per message; when the
+// allowance is spent the message is not analyzed and its triage becomes absent (API-NOTES
+// section 8), and it is not returned.
+func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip []int64) ([]db.TriageJob, error) {
+	ctx = noCancel(ctx)
+	var jobs []claimedTriage
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		jobs = jobs[:0]
+		q := `SELECT q.message_id, q.attempts, q.charged_period IS NOT NULL, i.account_id, m.message_id, m.from_addr, m.to_addrs,
+			m.cc_addrs, m.subject, m.ts, m.body
+			FROM triage_queue q JOIN messages m ON m.id = q.message_id JOIN inboxes i ON i.id = m.inbox_id
+			WHERE q.next_at <= ? AND m.quarantined = 0`
+		args := []any{millis(now)}
+		if len(skip) > 0 {
+			q += " AND q.message_id NOT IN (" + placeholders(len(skip)) + ")"
+			for _, id := range skip {
+				args = append(args, id)
+			}
+		}
+		q += " ORDER BY q.next_at, q.message_id LIMIT " + strconv.Itoa(limit)
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		var found []claimedTriage
+		var charged []bool
+		for rows.Next() {
+			var j claimedTriage
+			var to, cc string
+			var ts int64
+			var c bool
+			if err := rows.Scan(&j.MessageRow, &j.Attempts, &c, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &j.body); err != nil {
+				rows.Close()
+				return err
+			}
+			j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
+			found = append(found, j)
+			charged = append(charged, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, j := range found {
+			if charged[i] {
+				jobs = append(jobs, j)
+				continue
+			}
+			err := chargeUnit(ctx, tx, j.AccountID, db.FeatureTriage, now)
+			if db.IsCode(err, db.ECodeBillingLimit) {
+				if err := skipTriage(ctx, tx, j.MessageRow); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE triage_queue SET charged_period = ? WHERE message_id = ?", db.BillingPeriod(now), j.MessageRow); err != nil {
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]db.TriageJob, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.TriageJob
+		if out[i].Text, err = bodyTextPrefix(j.body, db.TriageTextChars+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// claimedTriage is a claimed job and its packed body, unpacked into Text after the claim
+// commits, off the writer.
+type claimedTriage struct {
+	db.TriageJob
+	body []byte
+}
+
+// skipTriage drops a message from the queue with no triage at all.
+func skipTriage(ctx context.Context, tx *sql.Tx, rowID int64) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM triage_queue WHERE message_id = ?", rowID); err != nil {
+		return err
+	}
+	return setTriage(ctx, tx, rowID, nil)
+}
+
+// setTriage stores a message's triage and the copies list filters match on (only a
+// complete result has them), and tells the search index the message changed.
+func setTriage(ctx context.Context, tx *sql.Tx, rowID int64, t *db.Triage) error {
+	var js, cat, reply, urg sql.NullString
+	if t != nil {
+		js = jsonText(t)
+		if t.Status == db.TriageComplete {
+			cat, reply, urg = triageFilterColumns(t)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE messages SET triage_z = ?, tri_category = ?, tri_reply = ?, tri_urgency = ? WHERE id = ?",
+		packJSON(js), cat, reply, urg, rowID); err != nil {
+		return err
+	}
+	// The search index holds the triage values its filters match on.
+	return enqueueIndex(ctx, tx, "m.id = ?", rowID)
+}
+
+// FinishTriage records outcomes of analyses, all in one transaction. A result is stored
+// with its filter columns and the message leaves the queue; a failed analysis gives back
+// the triage unit it spent. A retry counts the failed attempt and reschedules. An outcome
+// for a message no longer queued (deleted meanwhile) changes nothing.
+func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) error {
+	ctx = noCancel(ctx)
+	for _, o := range outcomes {
+		if o.Result != nil && o.Result.Status != db.TriageComplete && o.Result.Status != db.TriageFailed {
+			return errors.New("db: a triage result is complete or failed")
+		}
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		for _, o := range outcomes {
+			if err := finishTriage(ctx, tx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func finishTriage(ctx context.Context, tx *sql.Tx, o db.TriageOutcome) error {
+	if o.Result == nil {
+		_, err := tx.ExecContext(ctx, "UPDATE triage_queue SET attempts = attempts + 1, next_at = ? WHERE message_id = ?", millis(o.RetryAt), o.MessageRow)
+		return err
+	}
+	var accountID string
+	var charged sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT i.account_id, q.charged_period FROM triage_queue q JOIN messages m ON m.id = q.message_id
+		JOIN inboxes i ON i.id = m.inbox_id WHERE q.message_id = ?`, o.MessageRow).Scan(&accountID, &charged)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM triage_queue WHERE message_id = ?", o.MessageRow); err != nil {
+		return err
+	}
+	if o.Result.Status == db.TriageFailed && charged.Valid {
+		if _, err := tx.ExecContext(ctx, `UPDATE usage SET used = MAX(used - 1, 0) WHERE account_id = ? AND period = ? AND feature = ?`,
+			accountID, charged.String, db.FeatureTriage); err != nil {
+			return err
+		}
+	}
+	return setTriage(ctx, tx, o.MessageRow, o.Result)
+}
+
+// TriageQueueLen reports how many messages wait for triage (quarantined ones included).
+func (s *Store) TriageQueueLen(ctx context.Context) (int64, error) {
+	ctx = noCancel(ctx)
+	var n int64
+	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM triage_queue").Scan(&n)
+	return n, storageError(err)
+}
+
+// NextTriageDue reports when the earliest queued, non-quarantined message comes due, and
+// false when none waits.
+func (s *Store) NextTriageDue(ctx context.Context) (time.Time, bool, error) {
+	ctx = noCancel(ctx)
+	var at sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(q.next_at) FROM triage_queue q JOIN messages m ON m.id = q.message_id
+		WHERE m.quarantined = 0`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, storageError(err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMillis(at.Int64).Time, true, nil
+}

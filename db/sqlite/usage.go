@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// SetUsage sets the units an account has spent on a feature in the current period.
+func (s *Store) SetUsage(ctx context.Context, accountID, feature string, used int64) error {
+	ctx = noCancel(ctx)
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO usage(account_id, period, feature, used) VALUES (?, ?, ?, ?)
+			ON CONFLICT(account_id, period, feature) DO UPDATE SET used = excluded.used`,
+			accountID, db.BillingPeriod(s.Now()), feature, used)
+		return err
+	})
+}
+
+func usedUnits(ctx context.Context, tx *sql.Tx, accountID, feature string, now time.Time) (int64, error) {
+	var used int64
+	err := tx.QueryRowContext(ctx, "SELECT used FROM usage WHERE account_id = ? AND period = ? AND feature = ?",
+		accountID, db.BillingPeriod(now), feature).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return used, err
+}
+
+// chargeUnit spends one unit of a monthly feature, or fails with billing_limit.
+func chargeUnit(ctx context.Context, tx *sql.Tx, accountID, feature string, now time.Time) error {
+	plan, err := accountPlan(ctx, tx, accountID)
+	if err != nil {
+		return err
+	}
+	if p, ok := db.PlanByID(plan); ok {
+		used, err := usedUnits(ctx, tx, accountID, feature, now)
+		if err != nil {
+			return err
+		}
+		if used >= db.IncludedUnits(p, feature) {
+			return db.Errorf(db.ECodeBillingLimit, "the monthly %s allowance of the %s plan is spent; upgrade, then retry with the same idempotencyKey", feature, p.PlanID)
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO usage(account_id, period, feature, used) VALUES (?, ?, ?, 1)
+		ON CONFLICT(account_id, period, feature) DO UPDATE SET used = used + 1`, accountID, db.BillingPeriod(now), feature)
+	return err
+}
+
+// chargeInboxUnit is chargeUnit for the account that owns the inbox with row id inboxID.
+func chargeInboxUnit(ctx context.Context, tx *sql.Tx, inboxID int64, feature string, now time.Time) error {
+	var accountID string
+	if err := tx.QueryRowContext(ctx, "SELECT account_id FROM inboxes WHERE id = ?", inboxID).Scan(&accountID); err != nil {
+		return err
+	}
+	return chargeUnit(ctx, tx, accountID, feature, now)
+}
+
+func accountPlan(ctx context.Context, tx *sql.Tx, accountID string) (string, error) {
+	var plan string
+	err := tx.QueryRowContext(ctx, "SELECT plan FROM accounts WHERE id = ?", accountID).Scan(&plan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", db.Errorf(db.ECodeNotFound, "account %s not found", accountID)
+	}
+	return plan, err
+}
+
+// GetUsage reports an account's plan, inbox count and remaining balances.
+func (s *Store) GetUsage(ctx context.Context, accountID string) (*db.Usage, error) {
+	ctx = noCancel(ctx)
+	now := s.Now()
+	var u *db.Usage
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		plan, err := accountPlan(ctx, tx, accountID)
+		if err != nil {
+			return err
+		}
+		var count int64
+		var quota sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM inboxes WHERE account_id = ?1 AND retired_at IS NULL),
+			inbox_quota FROM accounts WHERE id = ?1`, accountID).Scan(&count, &quota); err != nil {
+			return err
+		}
+		u = &db.Usage{Billing: "metered", Inboxes: db.UsageInboxes{Count: count}, Features: []db.Feature{}, Plans: db.Plans()}
+		if quota.Valid {
+			u.Inboxes.Limit = &quota.Int64
+		}
+		p, ok := db.PlanByID(plan)
+		if !ok {
+			u.Billing = db.PlanExempt
+			return nil
+		}
+		end := db.Time{Time: db.BillingPeriodEnd(now)}.String()
+		u.Plan = &db.UsagePlan{PlanID: p.PlanID, Status: "active", CurrentPeriodEnd: &end}
+		domains, err := countRows(ctx, tx, "SELECT COUNT(*) FROM account_domains WHERE account_id = ?", accountID)
+		if err != nil {
+			return err
+		}
+		sends, err := usedUnits(ctx, tx, accountID, db.FeatureSends, now)
+		if err != nil {
+			return err
+		}
+		triage, err := usedUnits(ctx, tx, accountID, db.FeatureTriage, now)
+		if err != nil {
+			return err
+		}
+		feature := func(name string, granted, used int64, resets *string) db.Feature {
+			rem := max(granted-used, 0)
+			return db.Feature{Feature: name, Granted: &granted, Used: used, Remaining: &rem, ResetsAt: resets}
+		}
+		// storage_mb and seats are declared by the catalog but not metered (as on the hosted service).
+		u.Features = []db.Feature{
+			feature(db.FeatureInboxes, p.Included.Inboxes, count, nil),
+			feature(db.FeatureSends, p.Included.Sends, sends, &end),
+			feature(db.FeatureTriage, p.Included.Triage, triage, &end),
+			feature("custom_domains", p.Included.CustomDomains, domains, nil),
+			feature("storage_mb", p.Included.StorageMb, 0, nil),
+			feature("seats", p.Included.Seats, 1, nil),
+		}
+		return nil
+	})
+	return u, err
+}
+
+func countRows(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	var n int64
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&n)
+	return n, err
+}
