@@ -17,6 +17,7 @@ import (
 // (transient: storage cannot work now, such as a full disk), and anything that is not an
 // *Error is a bug, answered as internal.
 type Store interface {
+	Units
 	Accounts
 	Inboxes
 	Keys
@@ -140,13 +141,8 @@ type Messages interface {
 	DownloadKey() []byte
 }
 
-// Sends are sent messages with their idempotency records and metering.
+// Sends are what sending leaves besides the messages (CommitSend stores those).
 type Sends interface {
-	// CommitSend stores a sent message, its idempotency record, one metered send and its
-	// outbound queue rows all or nothing. A repeated key with the same fingerprint answers
-	// the first result again. Errors: idempotency_conflict, rate_limited (transient),
-	// billing_limit.
-	CommitSend(ctx context.Context, r SendRequest) (SendResult, error)
 	// Suppressions returns the suppression list of an inbox, oldest first.
 	Suppressions(ctx context.Context, inboxID int64) ([]Suppression, error)
 }

@@ -36,7 +36,7 @@ type DraftAttachment struct {
 
 // Send sends a new message from inbox, starting a new thread.
 //
-// Errors: those of db.Store.CommitSend, invalid_argument.
+// Errors: those of db.CommitSend, invalid_argument.
 func (s *Service) Send(ctx context.Context, inbox *db.Inbox, d Draft) (db.SendResult, error) {
 	to, cc, bcc := lowerAll(d.To), lowerAll(d.Cc), lowerAll(d.Bcc)
 	return s.commit(ctx, inbox, d, outgoingParts{to: to, cc: cc, bcc: bcc, subject: d.Subject, autoSubmitted: "auto-generated"},
@@ -117,7 +117,7 @@ func (s *Service) commit(ctx context.Context, inbox *db.Inbox, d Draft, p outgoi
 	for i, r := range recipients {
 		delivery.Recipients[i] = db.RecipientDelivery{Recipient: r, Status: db.RecipientQueued, UpdatedAt: stamp}
 	}
-	res, err := s.Store.CommitSend(ctx, db.SendRequest{
+	res, err := db.CommitSend(ctx, s.Store, db.SendRequest{
 		AccountID:      inbox.AccountID,
 		IdempotencyKey: d.IdempotencyKey,
 		Fingerprint:    fp,

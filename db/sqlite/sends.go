@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,71 +9,6 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 )
-
-// CommitSend stores a sent message, its idempotency record, one metered send and its
-// outbound queue rows in one transaction. A repeated key with the same fingerprint
-// answers the first result again, even when the allowance is spent since.
-//
-// Errors: idempotency_conflict, rate_limited (transient), billing_limit.
-func (s *Store) CommitSend(ctx context.Context, r db.SendRequest) (db.SendResult, error) {
-	ctx = noCancel(ctx)
-	now := s.Now()
-	packed := pack(&r.Message)
-	var out db.SendResult
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		inbox := r.Message.InboxID
-		var fp []byte
-		err := tx.QueryRowContext(ctx, "SELECT fingerprint, message_id, thread_id FROM sends WHERE inbox_id = ? AND idem_key = ?",
-			inbox, r.IdempotencyKey).Scan(&fp, &out.MessageID, &out.ThreadID)
-		if err == nil {
-			if !bytes.Equal(fp, r.Fingerprint) {
-				return db.Errorf(db.ECodeIdempotency, "idempotencyKey was already used with different contents")
-			}
-			out.Deduplicated = true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		var count int
-		var oldest sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*), MIN(created_at) FROM sends WHERE inbox_id = ? AND created_at > ?",
-			inbox, millis(now.Add(-db.SendWindow))).Scan(&count, &oldest); err != nil {
-			return err
-		}
-		if count >= r.RateLimit {
-			retry := time.UnixMilli(oldest.Int64).Add(db.SendWindow).Sub(now)
-			return &db.Error{Code: db.ECodeRateLimited, Transient: true, RetryAfter: max(retry, time.Second),
-				Message: "this inbox reached its limit of sends in 24 hours; retry later with the same idempotencyKey"}
-		}
-		if err := chargeUnit(ctx, tx, r.AccountID, db.FeatureSends, now); err != nil {
-			return err
-		}
-		if err := applySuppression(ctx, tx, &r); err != nil {
-			return err
-		}
-		st, err := insertMessage(ctx, tx, &r.Message, packed)
-		if err != nil {
-			return err
-		}
-		if st.Existed {
-			return db.Errorf(db.ECodeInvalidArgument, "messageId %s already exists in this inbox", r.Message.MessageID)
-		}
-		out = db.SendResult{MessageID: st.MessageID, ThreadID: st.ThreadID}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO sends(inbox_id, idem_key, fingerprint, message_id, thread_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-			inbox, r.IdempotencyKey, r.Fingerprint, st.MessageID, st.ThreadID, millis(now)); err != nil {
-			return err
-		}
-		for _, rcpt := range r.Recipients {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO outbound(message_id, recipient, state, next_at, created_at) VALUES (?, ?, 'ready', ?, ?)",
-				st.RowID, rcpt, millis(now), millis(now)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return out, err
-}
 
 // ClaimOutbound returns up to limit jobs that are due, without their Raw bytes: a batch
 // routes many recipients, most of whom need no copy of the message, and the bytes of 500

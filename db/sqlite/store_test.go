@@ -37,7 +37,7 @@ func send(t *testing.T, s *sqlite.Store, in *db.Inbox, key string, rcpts ...stri
 	for _, r := range rcpts {
 		d.Recipients = append(d.Recipients, db.RecipientDelivery{Recipient: r, Status: db.RecipientQueued, UpdatedAt: stamp})
 	}
-	res, err := s.CommitSend(context.Background(), db.SendRequest{
+	res, err := db.CommitSend(context.Background(), s, db.SendRequest{
 		AccountID: "a", IdempotencyKey: key, Fingerprint: []byte(key), Recipients: rcpts, RateLimit: 100,
 		Message: db.NewMessage{InboxID: in.ID, MessageID: "<" + key + "@x.test>", Direction: db.Sent, From: in.Address, To: rcpts,
 			Subject: "s", Text: "t", Timestamp: s.Now(), Labels: db.InitialLabels(db.Sent, false, nil), Delivery: d},

@@ -42,48 +42,27 @@ func suppress(ctx context.Context, tx *sql.Tx, inboxID int64, address string, u 
 	return err
 }
 
-// applySuppression takes the suppressed recipients of a send out of its queue rows and
-// records them `rejected` from the start; a send with any of them gets the bounced label.
-func applySuppression(ctx context.Context, tx *sql.Tx, r *db.SendRequest) error {
-	if len(r.Recipients) == 0 {
-		return nil
+// suppressedAmong returns which of addrs are on an inbox's suppression list.
+func suppressedAmong(ctx context.Context, tx *sql.Tx, inboxID int64, addrs []string) (map[string]bool, error) {
+	suppressed := map[string]bool{}
+	if len(addrs) == 0 {
+		return suppressed, nil
 	}
-	args := []any{r.Message.InboxID}
-	for _, a := range r.Recipients {
+	args := []any{inboxID}
+	for _, a := range addrs {
 		args = append(args, a)
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT address FROM suppressions WHERE inbox_id = ? AND address IN ("+placeholders(len(r.Recipients))+")", args...)
+	rows, err := tx.QueryContext(ctx, "SELECT address FROM suppressions WHERE inbox_id = ? AND address IN ("+placeholders(len(addrs))+")", args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	suppressed := map[string]bool{}
+	defer rows.Close()
 	for rows.Next() {
 		var a string
 		if err := rows.Scan(&a); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		suppressed[a] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(suppressed) == 0 {
-		return err
-	}
-	queue := make([]string, 0, len(r.Recipients))
-	for _, a := range r.Recipients {
-		if !suppressed[a] {
-			queue = append(queue, a)
-		}
-	}
-	r.Recipients = queue
-	if d := r.Message.Delivery; d != nil {
-		for i, rd := range d.Recipients {
-			if suppressed[rd.Recipient] {
-				d.Recipients[i] = db.RecipientDelivery{Recipient: rd.Recipient, Status: db.RecipientRejected, UpdatedAt: rd.UpdatedAt,
-					Reason: db.SuppressedReason}
-			}
-		}
-	}
-	r.Message.Labels = append(r.Message.Labels, db.LabelBounced)
-	return nil
+	return suppressed, rows.Err()
 }

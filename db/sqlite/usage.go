@@ -20,34 +20,19 @@ func (s *Store) SetUsage(ctx context.Context, accountID, feature string, used in
 	})
 }
 
-func usedUnits(ctx context.Context, tx *sql.Tx, accountID, feature string, now time.Time) (int64, error) {
+func usedUnits(ctx context.Context, tx *sql.Tx, accountID, feature, period string) (int64, error) {
 	var used int64
 	err := tx.QueryRowContext(ctx, "SELECT used FROM usage WHERE account_id = ? AND period = ? AND feature = ?",
-		accountID, db.BillingPeriod(now), feature).Scan(&used)
+		accountID, period, feature).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
 	return used, err
 }
 
-// chargeUnit spends one unit of a monthly feature, or fails with billing_limit.
+// chargeUnit is db.Charge inside a write transaction of the store's own.
 func chargeUnit(ctx context.Context, tx *sql.Tx, accountID, feature string, now time.Time) error {
-	plan, err := accountPlan(ctx, tx, accountID)
-	if err != nil {
-		return err
-	}
-	if p, ok := db.PlanByID(plan); ok {
-		used, err := usedUnits(ctx, tx, accountID, feature, now)
-		if err != nil {
-			return err
-		}
-		if used >= db.IncludedUnits(p, feature) {
-			return db.Errorf(db.ECodeBillingLimit, "the monthly %s allowance of the %s plan is spent; upgrade, then retry with the same idempotencyKey", feature, p.PlanID)
-		}
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO usage(account_id, period, feature, used) VALUES (?, ?, ?, 1)
-		ON CONFLICT(account_id, period, feature) DO UPDATE SET used = used + 1`, accountID, db.BillingPeriod(now), feature)
-	return err
+	return db.Charge(&unit{ctx: ctx, tx: tx, now: now}, accountID, feature, now)
 }
 
 // chargeInboxUnit is chargeUnit for the account that owns the inbox with row id inboxID.
@@ -99,11 +84,11 @@ func (s *Store) GetUsage(ctx context.Context, accountID string) (*db.Usage, erro
 		if err != nil {
 			return err
 		}
-		sends, err := usedUnits(ctx, tx, accountID, db.FeatureSends, now)
+		sends, err := usedUnits(ctx, tx, accountID, db.FeatureSends, db.BillingPeriod(now))
 		if err != nil {
 			return err
 		}
-		triage, err := usedUnits(ctx, tx, accountID, db.FeatureTriage, now)
+		triage, err := usedUnits(ctx, tx, accountID, db.FeatureTriage, db.BillingPeriod(now))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,69 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// A rule that must be atomic with the data it reads (a send's idempotency, rate and
+// billing checks, say) runs as a unit of work: a function the store runs in one
+// transaction, which reads and writes through Tx. The rule is plain Go in this package;
+// the store provides the transaction and the primitives, and knows no rule.
+
+// Units runs units of work.
+type Units interface {
+	// Update runs fn in one transaction, committed when fn returns nil; when fn returns
+	// an error nothing of it stays. fn may run more than once (rolled back in between,
+	// when a store shares one transaction among concurrent units), so it must set its
+	// results afresh rather than add to them. fn makes no network call.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// Prepare does what storing m costs in CPU (compressing its bodies, say) before a
+	// unit of work stores it (Tx.InsertMessage), so the work does not hold the store's
+	// writer. Labels and Delivery are read when the message is inserted, and may change
+	// in between.
+	Prepare(m *NewMessage) Prepared
+}
+
+// Prepared is a message made ready to store by Units.Prepare.
+type Prepared interface {
+	// Message is the prepared message itself.
+	Message() *NewMessage
+}
+
+// Tx is what a unit of work reads and writes. Its methods return the errors their
+// comments name, and storage errors, which end the unit.
+type Tx interface {
+	// Now is the store's clock.
+	Now() time.Time
+
+	// AccountPlan returns the plan of an account. Errors: not_found.
+	AccountPlan(accountID string) (string, error)
+	// UsedUnits returns the units of feature an account spent in period.
+	UsedUnits(accountID, feature, period string) (int64, error)
+	// SpendUnit adds one unit of feature to what an account spent in period.
+	SpendUnit(accountID, feature, period string) error
+
+	// SendRecord returns the idempotency record of a send, nil when there is none.
+	SendRecord(inboxID int64, key string) (*SendRecord, error)
+	// SendsSince counts an inbox's sends after since, and returns when the oldest of them
+	// was made.
+	SendsSince(inboxID int64, since time.Time) (int, time.Time, error)
+	// RecordSend stores the idempotency record of a send.
+	RecordSend(inboxID int64, r SendRecord, at time.Time) error
+	// Suppressed returns which of addrs are on an inbox's suppression list.
+	Suppressed(inboxID int64, addrs []string) (map[string]bool, error)
+	// EnqueueOutbound queues the delivery of message row to each recipient, due at once.
+	EnqueueOutbound(messageRow int64, recipients []string, at time.Time) error
+
+	// InsertMessage stores a prepared message, unless its inbox holds one with the same
+	// Message-ID already (Stored.Existed).
+	InsertMessage(p Prepared) (Stored, error)
+}
+
+// SendRecord is what makes a send idempotent: the fingerprint of its request and what it
+// answered.
+type SendRecord struct {
+	Key         string
+	Fingerprint []byte
+	Result      SendResult
+}
