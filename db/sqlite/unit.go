@@ -41,7 +41,9 @@ type unit struct {
 
 func (u *unit) Now() time.Time { return u.now }
 
-func (u *unit) AccountPlan(accountID string) (string, error) { return accountPlan(u.ctx, u.tx, accountID) }
+func (u *unit) AccountPlan(accountID string) (string, error) {
+	return accountPlan(u.ctx, u.tx, accountID)
+}
 
 func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
 	return usedUnits(u.ctx, u.tx, accountID, feature, period)
