@@ -46,7 +46,7 @@ func commitSend(tx Tx, r SendRequest, p Prepared) (SendResult, error) {
 	}
 	m := p.Message()
 	m.Labels, m.Delivery = rejectSuppressed(r.Message.Labels, r.Message.Delivery, suppressed)
-	st, err := tx.InsertMessage(p)
+	st, err := StoreMessage(tx, p)
 	if err != nil {
 		return SendResult{}, err
 	}

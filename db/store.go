@@ -101,13 +101,9 @@ type AttachmentBody interface {
 	Size() int64
 }
 
-// Messages are the mail of the inboxes, its threads, labels and attachments.
+// Messages are the mail of the inboxes, its threads, labels and attachments (Deliver and
+// CommitSend store it).
 type Messages interface {
-	// Deliver stores one delivery (a message for one or more inboxes) all or nothing.
-	Deliver(ctx context.Context, msgs []NewMessage) ([]Stored, error)
-	// DeliverBatch stores several independent deliveries at once, each all or nothing:
-	// errs holds each delivery's own failure; err a failure of them all.
-	DeliverBatch(ctx context.Context, groups [][]NewMessage) (stored [][]Stored, errs []error, err error)
 	// Expect announces a delivery on its way, so that concurrent writes can share a
 	// commit with it; call the returned func when done.
 	Expect(ctx context.Context) (context.Context, func())

@@ -55,9 +55,26 @@ type Tx interface {
 	// EnqueueOutbound queues the delivery of message row to each recipient, due at once.
 	EnqueueOutbound(messageRow int64, recipients []string, at time.Time) error
 
-	// InsertMessage stores a prepared message, unless its inbox holds one with the same
-	// Message-ID already (Stored.Existed).
-	InsertMessage(p Prepared) (Stored, error)
+	// Isolated runs fn so that, when it fails, what it wrote is undone and the unit goes
+	// on (a savepoint). It returns fn's error (a storage failure as unavailable).
+	Isolated(fn func() error) error
+
+	// InboxAccount returns the account of an inbox.
+	InboxAccount(inboxID int64) (string, error)
+	// StoredMessage returns the message of an inbox with a Message-ID, nil when none.
+	StoredMessage(inboxID int64, messageID string) (*Stored, error)
+	// ThreadByUUID returns the row of a thread of an inbox, and whether it exists.
+	ThreadByUUID(inboxID int64, uuid string) (int64, bool, error)
+	// ThreadsOf returns the threads of the stored, non-quarantined messages of an inbox
+	// among the Message-IDs ids, by Message-ID.
+	ThreadsOf(inboxID int64, ids []string) (map[string]ThreadRef, error)
+	// NewThread makes an empty thread with uuid ("": the store picks one); a thread never
+	// stays empty past the unit.
+	NewThread(inboxID int64, uuid string) (ThreadRef, error)
+	// WriteMessage writes a new message into thread, with its labels, attachments and raw
+	// bytes, brings the thread's aggregates up to date and queues it for indexing (and
+	// triage, when QueuesTriage); withTriage false stores it with no triage.
+	WriteMessage(p Prepared, thread ThreadRef, withTriage bool) (Stored, error)
 }
 
 // SendRecord is what makes a send idempotent: the fingerprint of its request and what it

@@ -117,5 +117,5 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return s.Store.Deliver(ctx, msgs)
+	return db.Deliver(ctx, s.Store, msgs)
 }

@@ -39,7 +39,7 @@ func (e *env) deliver(addr string, n db.NewMessage) {
 		n.Preview = mail.Preview(n.Text)
 	}
 	n.Labels = db.InitialLabels(n.Direction, n.Protection != nil && n.Protection.Status == db.ProtectionQuarantined, n.Labels)
-	_, err = e.store.Deliver(context.Background(), []db.NewMessage{n})
+	_, err = db.Deliver(context.Background(), e.store, []db.NewMessage{n})
 	qt.Assert(e.t, err, qt.IsNil)
 }
 
@@ -452,7 +452,7 @@ func TestGetThreadBodiesAndSizeCap(t *testing.T) {
 		big[i] = db.NewMessage{InboxID: inbox.ID, MessageID: fmt.Sprintf("<big%d@x>", i), Direction: db.Received, From: "a@x.test",
 			Subject: "s", Text: "t", Timestamp: base, ThreadCandidates: []string{"<big0@x>"}, Labels: []string{"received"}}
 	}
-	_, err = e.store.Deliver(context.Background(), big)
+	_, err = db.Deliver(context.Background(), e.store, big)
 	c.Assert(err, qt.IsNil)
 	bt := e.ok("getMessage", "GET", msgPath(in, "<big0@x>"), e.full, nil)["threadId"].(string)
 	e.fails(413, "thread_too_large", "GET", inboxPath(in)+"/threads/"+bt, e.full, nil)

@@ -68,7 +68,7 @@ func (e *searchEnv) deliverTo(in *db.Inbox, msgs ...db.NewMessage) []db.Stored {
 		}
 		m.Labels = db.InitialLabels(db.Received, m.Protection != nil && m.Protection.Status == db.ProtectionQuarantined, m.Labels)
 	}
-	st, err := e.store.Deliver(context.Background(), msgs)
+	st, err := db.Deliver(context.Background(), e.store, msgs)
 	qt.Assert(e.t, err, qt.IsNil)
 	return st
 }

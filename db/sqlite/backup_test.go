@@ -23,7 +23,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	s := openStore(t)
 	in := setup(t, s)
 	deliver := func(i int) error {
-		_, err := s.Deliver(ctx, []db.NewMessage{{InboxID: in.ID, MessageID: fmt.Sprintf("<m%d@x>", i), Direction: db.Received,
+		_, err := db.Deliver(ctx, s, []db.NewMessage{{InboxID: in.ID, MessageID: fmt.Sprintf("<m%d@x>", i), Direction: db.Received,
 			From: "a@x.test", Subject: "s", Text: "t", Timestamp: s.Now(), Labels: []string{db.LabelReceived}}})
 		return err
 	}

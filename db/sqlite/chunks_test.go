@@ -36,7 +36,7 @@ func TestLargeMailRoundTrips(t *testing.T) {
 	raw := append([]byte("Subject: large\r\n\r\n"), random(3*chunkSize+17)...)
 	trace := "Received: from a.test\r\n"
 	big, small := random(2*chunkSize+5), random(100)
-	st, err := s.Deliver(ctx, []db.NewMessage{{InboxID: in.ID, MessageID: "<large@x.test>", Direction: db.Received,
+	st, err := db.Deliver(ctx, s, []db.NewMessage{{InboxID: in.ID, MessageID: "<large@x.test>", Direction: db.Received,
 		From: "a@a.test", Subject: "large", Text: "see the files", Timestamp: s.Now(), Raw: raw, Trace: trace,
 		Labels: db.InitialLabels(db.Received, false, nil), Triage: &db.Triage{Status: db.TriagePending},
 		Attachments: []db.NewAttachment{{Filename: "big.bin", ContentType: "application/octet-stream", Content: big},

@@ -63,44 +63,22 @@ func pack(n *db.NewMessage) *packedMessage {
 	return p
 }
 
-// packAll packs each of msgs (see packedMessage).
-func packAll(msgs []db.NewMessage) []*packedMessage {
-	out := make([]*packedMessage, len(msgs))
-	for i := range msgs {
-		out[i] = pack(&msgs[i])
-	}
-	return out
+// insertMessage stores n, packed as p (pack(n)), by the rules of db.StoreMessage: for the
+// writes of the store's own that store messages (a local delivery's copy).
+func insertMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMessage) (db.Stored, error) {
+	return db.StoreMessage(&unit{ctx: ctx, tx: tx, now: n.Timestamp}, &prepared{m: *n, p: p})
 }
 
-// insertMessage stores n, packed as p (pack(n)).
-func insertMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMessage) (db.Stored, error) {
-	var st db.Stored
-	err := tx.QueryRowContext(ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = ? AND m.message_id = ?`, n.InboxID, n.MessageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
-	if err == nil {
-		st.Existed = true
-		return st, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return st, err
-	}
-	threadRow, threadUUID, err := chooseThread(ctx, tx, n)
-	if err != nil {
-		return st, err
-	}
+// writeMessage writes message n into thread (db.Tx.WriteMessage).
+func writeMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMessage, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
 	var delivJSON sql.NullString
 	var cat, reply, urg sql.NullString
 	triage := p.triage
 	if n.Triage != nil && n.Triage.Status == db.TriageComplete {
 		cat, reply, urg = triageFilterColumns(n.Triage)
 	}
-	if n.ChargeTriage {
-		err := chargeInboxUnit(ctx, tx, n.InboxID, db.FeatureTriage, n.Timestamp)
-		if db.IsCode(err, db.ECodeBillingLimit) {
-			triage, cat, reply, urg = nil, sql.NullString{}, sql.NullString{}, sql.NullString{}
-		} else if err != nil {
-			return st, err
-		}
+	if !withTriage {
+		triage, cat, reply, urg = nil, sql.NullString{}, sql.NullString{}, sql.NullString{}
 	}
 	if n.Delivery != nil {
 		delivJSON = jsonText(n.Delivery)
@@ -109,45 +87,51 @@ func insertMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedM
 		to_addrs, cc_addrs, bcc_addrs, reply_to, subject, preview, in_reply_to, refs, attachment_count,
 		quarantined, triage_z, tri_category, tri_reply, tri_urgency, protection_z, delivery, body_size, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		newRowUUID(), n.InboxID, threadRow, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
+		newRowUUID(), n.InboxID, thread.Row, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
 		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
 		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.Quarantined(),
 		triage, cat, reply, urg, p.protection, delivJSON, bodySize(n.Text, n.HTML), p.body)
 	if err != nil {
-		return st, err
+		return db.Stored{}, err
 	}
 	rowID, err := res.LastInsertId()
 	if err != nil {
-		return st, err
+		return db.Stored{}, err
 	}
-	for _, l := range n.Labels {
-		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) VALUES (?, ?)", rowID, l); err != nil {
-			return st, err
-		}
+	if err := writeMessageParts(ctx, tx, rowID, n, p); err != nil {
+		return db.Stored{}, err
 	}
-	if err := saveProtectionDetail(ctx, tx, rowID, p.detail); err != nil {
-		return st, err
-	}
-	if p.rawChunked {
-		if err := insertRawChunks(ctx, tx, rowID, n.Trace, n.Raw); err != nil {
-			return st, err
-		}
-	}
-	if err := insertAttachments(ctx, tx, rowID, n.Attachments); err != nil {
-		return st, err
-	}
-	if err := settleThread(ctx, tx, threadRow, rowID, n); err != nil {
-		return st, err
+	if err := settleThread(ctx, tx, thread.Row, rowID, n); err != nil {
+		return db.Stored{}, err
 	}
 	if n.QueuesTriage() {
 		if err := enqueueTriage(ctx, tx, rowID, n.Timestamp); err != nil {
-			return st, err
+			return db.Stored{}, err
 		}
 	}
 	if err := enqueueIndex(ctx, tx, "m.id = ?", rowID); err != nil {
-		return st, err
+		return db.Stored{}, err
 	}
-	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: threadUUID}, nil
+	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil
+}
+
+// writeMessageParts writes what a new message row has beside it: labels, the protection
+// detail, raw chunks and attachments.
+func writeMessageParts(ctx context.Context, tx *sql.Tx, rowID int64, n *db.NewMessage, p *packedMessage) error {
+	for _, l := range n.Labels {
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO message_labels(message_id, label) VALUES (?, ?)", rowID, l); err != nil {
+			return err
+		}
+	}
+	if err := saveProtectionDetail(ctx, tx, rowID, p.detail); err != nil {
+		return err
+	}
+	if p.rawChunked {
+		if err := insertRawChunks(ctx, tx, rowID, n.Trace, n.Raw); err != nil {
+			return err
+		}
+	}
+	return insertAttachments(ctx, tx, rowID, n.Attachments)
 }
 
 // insertAttachments stores the attachments of message row: inline up to chunkSize bytes,
@@ -173,58 +157,30 @@ func insertAttachments(ctx context.Context, tx *sql.Tx, messageRow int64, atts [
 	return nil
 }
 
-// chooseThread finds the thread of a new message (API-NOTES section 5), creating one when
-// nothing matches. Quarantined mail never joins a thread, and never anchors one.
-func chooseThread(ctx context.Context, tx *sql.Tx, n *db.NewMessage) (int64, string, error) {
-	if n.ThreadID != "" {
-		var id int64
-		err := tx.QueryRowContext(ctx, "SELECT id FROM threads WHERE uuid = ? AND inbox_id = ?", n.ThreadID, n.InboxID).Scan(&id)
-		if err == nil {
-			return id, n.ThreadID, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, "", err
-		}
-		return newThread(ctx, tx, n.InboxID, n.ThreadID)
+// threadsOf returns the threads of the stored, non-quarantined messages of an inbox among
+// the Message-IDs ids (db.Tx.ThreadsOf).
+func threadsOf(ctx context.Context, tx *sql.Tx, inboxID int64, ids []string) (map[string]db.ThreadRef, error) {
+	q := `SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = ? AND m.quarantined = 0 AND m.message_id IN (` + placeholders(len(ids)) + ")"
+	args := []any{inboxID}
+	for _, c := range ids {
+		args = append(args, c)
 	}
-	if !n.Quarantined() && len(n.ThreadCandidates) > 0 {
-		q := `SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-			WHERE m.inbox_id = ? AND m.quarantined = 0 AND m.message_id IN (` + placeholders(len(n.ThreadCandidates)) + ")"
-		args := []any{n.InboxID}
-		for _, c := range n.ThreadCandidates {
-			args = append(args, c)
-		}
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return 0, "", err
-		}
-		found := map[string]struct {
-			id   int64
-			uuid string
-		}{}
-		for rows.Next() {
-			var mid, tuuid string
-			var tid int64
-			if err := rows.Scan(&mid, &tid, &tuuid); err != nil {
-				rows.Close()
-				return 0, "", err
-			}
-			found[mid] = struct {
-				id   int64
-				uuid string
-			}{tid, tuuid}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, "", err
-		}
-		for i := len(n.ThreadCandidates) - 1; i >= 0; i-- {
-			if t, ok := found[n.ThreadCandidates[i]]; ok {
-				return t.id, t.uuid, nil
-			}
-		}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	return newThread(ctx, tx, n.InboxID, newRowUUID())
+	defer rows.Close()
+	found := map[string]db.ThreadRef{}
+	for rows.Next() {
+		var mid string
+		var t db.ThreadRef
+		if err := rows.Scan(&mid, &t.Row, &t.UUID); err != nil {
+			return nil, err
+		}
+		found[mid] = t
+	}
+	return found, rows.Err()
 }
 
 // newRowUUID returns the UUID of a new message, thread or attachment: version 7, whose

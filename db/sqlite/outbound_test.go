@@ -136,7 +136,7 @@ func TestDeliverBatchIsolatesGroups(t *testing.T) {
 		return db.NewMessage{InboxID: inbox, MessageID: id, Direction: db.Received, From: "a@b.test", Subject: "s",
 			Timestamp: s.Now(), Labels: db.InitialLabels(db.Received, false, nil)}
 	}
-	stored, errs, err := s.DeliverBatch(ctx, [][]db.NewMessage{
+	stored, errs, err := db.DeliverBatch(ctx, s, [][]db.NewMessage{
 		{msg(in.ID, "<1@b>")},
 		{msg(in.ID, "<2@b>"), msg(999, "<2@b>")}, // the second copy names no inbox: the group fails whole
 		{msg(in.ID, "<3@b>"), msg(in.ID, "<1@b>")},
@@ -171,7 +171,7 @@ func TestNewThreadAggregatesMatchRefresh(t *testing.T) {
 	for i := range msgs {
 		msgs[i].InboxID, msgs[i].From, msgs[i].Subject, msgs[i].Timestamp = in.ID, "a@b.test", "s", at
 	}
-	_, err := s.Deliver(ctx, msgs)
+	_, err := db.Deliver(ctx, s, msgs)
 	c.Assert(err, qt.IsNil)
 	list := func() []db.Thread {
 		all, _, err := s.ListThreads(ctx, in.ID, db.MessageFilter{Labels: []string{}, IncludeTrash: true}, 10, "")

@@ -22,7 +22,7 @@ func held(t *testing.T, s *sqlite.Store, in *db.Inbox, id string, av db.Antiviru
 			Spam:           db.Spam{Score: 9, Threshold: 6}, Antivirus: av, Reasons: reasons},
 		ProtectionDetail: &db.ProtectionDetail{SpamEngine: "builtin", SpamRules: []db.SpamRule{{Name: "GTUBE", Score: 1000}}},
 	}
-	_, err := s.Deliver(context.Background(), []db.NewMessage{n})
+	_, err := db.Deliver(context.Background(), s, []db.NewMessage{n})
 	qt.Assert(t, err, qt.IsNil)
 	items, _, err := s.ListQuarantined(context.Background(), db.QuarantineFilter{Inbox: in.Address})
 	qt.Assert(t, err, qt.IsNil)

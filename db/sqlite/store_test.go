@@ -119,7 +119,7 @@ func TestThreadingFollowsReferencesNotSubjects(t *testing.T) {
 		if quarantined {
 			n.Protection = &db.Protection{Status: db.ProtectionQuarantined, Reasons: []string{"spam"}}
 		}
-		st, err := s.Deliver(ctx, []db.NewMessage{n})
+		st, err := db.Deliver(ctx, s, []db.NewMessage{n})
 		c.Assert(err, qt.IsNil)
 		return st[0]
 	}

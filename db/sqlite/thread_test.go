@@ -41,7 +41,7 @@ func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 		msg(5, 3*time.Minute, db.Received, "ann@y.test", []string{"me@x.test"}, []string{"eve@y.test"}, rcv, "<m4@x.test>"),
 	}
 	for _, m := range msgs {
-		_, err := s.Deliver(ctx, []db.NewMessage{m})
+		_, err := db.Deliver(ctx, s, []db.NewMessage{m})
 		c.Assert(err, qt.IsNil)
 	}
 	const cols = "last_ts, last_message, message_count, attachment_count, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels"

@@ -96,7 +96,63 @@ func (u *unit) EnqueueOutbound(messageRow int64, recipients []string, at time.Ti
 	return nil
 }
 
-func (u *unit) InsertMessage(p db.Prepared) (db.Stored, error) {
+func (u *unit) Isolated(fn func() error) error {
+	if _, err := u.tx.ExecContext(u.ctx, "SAVEPOINT isolated"); err != nil {
+		return storageError(err)
+	}
+	ferr := fn()
+	if ferr != nil {
+		if _, err := u.tx.ExecContext(u.ctx, "ROLLBACK TO isolated"); err != nil {
+			return storageError(err)
+		}
+	}
+	if _, err := u.tx.ExecContext(u.ctx, "RELEASE isolated"); err != nil {
+		return storageError(err)
+	}
+	return storageError(ferr)
+}
+
+func (u *unit) InboxAccount(inboxID int64) (string, error) {
+	var account string
+	err := u.tx.QueryRowContext(u.ctx, "SELECT account_id FROM inboxes WHERE id = ?", inboxID).Scan(&account)
+	return account, err
+}
+
+func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
+	var st db.Stored
+	err := u.tx.QueryRowContext(u.ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = ? AND m.message_id = ?`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
+	var row int64
+	err := u.tx.QueryRowContext(u.ctx, "SELECT id FROM threads WHERE uuid = ? AND inbox_id = ?", uuid, inboxID).Scan(&row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return row, err == nil, err
+}
+
+func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, error) {
+	return threadsOf(u.ctx, u.tx, inboxID, ids)
+}
+
+func (u *unit) NewThread(inboxID int64, uuid string) (db.ThreadRef, error) {
+	if uuid == "" {
+		uuid = newRowUUID()
+	}
+	row, _, err := newThread(u.ctx, u.tx, inboxID, uuid)
+	return db.ThreadRef{Row: row, UUID: uuid}, err
+}
+
+func (u *unit) WriteMessage(p db.Prepared, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
 	pp := p.(*prepared)
-	return insertMessage(u.ctx, u.tx, &pp.m, pp.p)
+	return writeMessage(u.ctx, u.tx, &pp.m, pp.p, thread, withTriage)
 }

@@ -92,7 +92,7 @@ func (e *env) receive(id string, quarantined bool) {
 			Antivirus: db.Antivirus{Status: "clean", Signatures: []string{}}, Authentication: db.Authentication{SPF: "none", DKIM: "none", DMARC: "none", SigningDomains: []string{}},
 			Spam: db.Spam{Score: 9, Threshold: 6}}
 	}
-	_, err := e.store.Deliver(context.Background(), []db.NewMessage{m})
+	_, err := db.Deliver(context.Background(), e.store, []db.NewMessage{m})
 	e.c.Assert(err, qt.IsNil)
 }
 
@@ -309,7 +309,7 @@ func TestWorkerResumes(t *testing.T) {
 	e.receive("<a@x>", false)
 	fixture := db.NewMessage{InboxID: e.inbox, MessageID: "<fixture@x>", Direction: db.Received, From: "b@example.com", Subject: "s", Text: "t",
 		Timestamp: e.clock.Now(), Labels: db.InitialLabels(db.Received, false, nil), Triage: &db.Triage{Status: db.TriagePending}}
-	_, err := e.store.Deliver(context.Background(), []db.NewMessage{fixture})
+	_, err := db.Deliver(context.Background(), e.store, []db.NewMessage{fixture})
 	c.Assert(err, qt.IsNil)
 
 	started := make(chan struct{}, 1)
@@ -352,7 +352,7 @@ func TestWorkerBuiltinTruncated(t *testing.T) {
 	long := db.NewMessage{InboxID: e.inbox, MessageID: "<long@x>", Direction: db.Received, From: "ops@example.com", Subject: "Logs",
 		Text: repeat("ERROR timeout after 30s\n", 2000), Timestamp: e.clock.Now(),
 		Labels: db.InitialLabels(db.Received, false, nil), Triage: &db.Triage{Status: db.TriagePending}, QueueTriage: true}
-	_, err = e.store.Deliver(context.Background(), []db.NewMessage{long})
+	_, err = db.Deliver(context.Background(), e.store, []db.NewMessage{long})
 	c.Assert(err, qt.IsNil)
 	e.receive("<short@x>", false)
 	e.run(b)

@@ -445,7 +445,7 @@ func generate(ctx context.Context, path string, sc scale, seed uint64, logf func
 			groups[i] = b.msgs[i : i+1]
 			ds.rawBytes += int64(len(b.msgs[i].Raw))
 		}
-		stored, errs, err := store.DeliverBatch(ctx, groups)
+		stored, errs, err := db.DeliverBatch(ctx, store, groups)
 		if err != nil {
 			return nil, err
 		}

@@ -66,7 +66,7 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 		}
 		batch = append(batch, nm)
 		if len(batch) == 1000 || i == n-1 {
-			if _, err := store.Deliver(ctx, batch); err != nil {
+			if _, err := db.Deliver(ctx, store, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
