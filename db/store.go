@@ -115,18 +115,12 @@ type Messages interface {
 	GetMessage(ctx context.Context, inboxID int64, messageID string) (*Message, error)
 	// MessageRaw returns the raw RFC 5322 bytes of message row. Errors: not_found.
 	MessageRaw(ctx context.Context, messageRow int64) ([]byte, error)
-	// UpdateMessageLabels adds and removes labels on one message.
-	// Errors: quarantine_review_required, not_found.
-	UpdateMessageLabels(ctx context.Context, inboxID int64, messageID string, add, remove []string) error
 	// ListThreads returns one page of an inbox's threads, newest activity first.
 	// Errors: invalid_argument (page token).
 	ListThreads(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Thread, string, error)
 	// GetThread returns a thread with its messages, oldest first; withBodies loads each
 	// message's bodies. Errors: not_found, thread_too_large.
 	GetThread(ctx context.Context, inboxID int64, threadID string, withBodies bool) (*Thread, error)
-	// UpdateThreadLabels adds and removes labels on every message of a thread.
-	// Errors: quarantine_review_required, not_found.
-	UpdateThreadLabels(ctx context.Context, inboxID int64, threadID string, add, remove []string) error
 	// GetAttachment returns an attachment of a message of an inbox. Errors: not_found.
 	GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*Attachment, error)
 	// OpenAttachment returns an attachment named by the ids a download URL carries, and

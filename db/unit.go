@@ -75,6 +75,12 @@ type Tx interface {
 	// bytes, brings the thread's aggregates up to date and queues it for indexing (and
 	// triage, when QueuesTriage); withTriage false stores it with no triage.
 	WriteMessage(p Prepared, thread ThreadRef, withTriage bool) (Stored, error)
+
+	// LabelTarget finds a message (by Message-ID) or a thread (by UUID) of an inbox, and
+	// whether any message it reaches is quarantined.
+	LabelTarget(inboxID int64, thread bool, id string) (LabelTarget, bool, error)
+	// Relabel adds and removes labels on the messages t reaches.
+	Relabel(t LabelTarget, add, remove []string) error
 }
 
 // SendRecord is what makes a send idempotent: the fingerprint of its request and what it

@@ -85,7 +85,7 @@ func (s *Server) handleMessageLabels(w http.ResponseWriter, r *http.Request, c *
 	if err := c.decode(&body); err != nil {
 		return err
 	}
-	if err := s.store.UpdateMessageLabels(r.Context(), c.inbox.ID, c.params["messageId"], body.AddLabels, body.RemoveLabels); err != nil {
+	if err := db.UpdateMessageLabels(r.Context(), s.store, c.inbox.ID, c.params["messageId"], body.AddLabels, body.RemoveLabels); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, nil)
@@ -126,7 +126,7 @@ func (s *Server) handleThreadLabels(w http.ResponseWriter, r *http.Request, c *c
 	if err := c.decode(&body); err != nil {
 		return err
 	}
-	if err := s.store.UpdateThreadLabels(r.Context(), c.inbox.ID, c.params["threadId"], body.AddLabels, body.RemoveLabels); err != nil {
+	if err := db.UpdateThreadLabels(r.Context(), s.store, c.inbox.ID, c.params["threadId"], body.AddLabels, body.RemoveLabels); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, nil)

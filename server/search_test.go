@@ -522,7 +522,7 @@ func TestReindexEqualsIncremental(t *testing.T) {
 	st := e.deliver(msgs...)
 	// Trash a few, so both ways have something to leave out.
 	for _, s := range st[:5] {
-		qt.Assert(t, e.store.UpdateMessageLabels(context.Background(), e.inbox.ID, s.MessageID, []string{"trash"}, nil), qt.IsNil)
+		qt.Assert(t, db.UpdateMessageLabels(context.Background(), e.store, e.inbox.ID, s.MessageID, []string{"trash"}, nil), qt.IsNil)
 	}
 	queries := []string{"alpha", "beta gamma", `"delta epsilon"`, "from:beta.example", "iota OR kappa", "-alpha theta", "zeta"}
 	before := map[string][]string{}

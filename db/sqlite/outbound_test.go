@@ -184,7 +184,7 @@ func TestNewThreadAggregatesMatchRefresh(t *testing.T) {
 	c.Assert(before, qt.HasLen, 3)
 	for _, m := range msgs { // a no-op label change runs the full refresh of each thread
 		if m.Protection == nil {
-			c.Assert(s.UpdateMessageLabels(ctx, in.ID, m.MessageID, []string{"x"}, []string{"x"}), qt.IsNil)
+			c.Assert(db.UpdateMessageLabels(ctx, s, in.ID, m.MessageID, []string{"x"}, []string{"x"}), qt.IsNil)
 		}
 	}
 	c.Assert(list(), qt.DeepEquals, before)

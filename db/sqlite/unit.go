@@ -156,3 +156,11 @@ func (u *unit) WriteMessage(p db.Prepared, thread db.ThreadRef, withTriage bool)
 	pp := p.(*prepared)
 	return writeMessage(u.ctx, u.tx, &pp.m, pp.p, thread, withTriage)
 }
+
+func (u *unit) LabelTarget(inboxID int64, thread bool, id string) (db.LabelTarget, bool, error) {
+	return labelTarget(u.ctx, u.tx, inboxID, thread, id)
+}
+
+func (u *unit) Relabel(t db.LabelTarget, add, remove []string) error {
+	return applyLabels(u.ctx, u.tx, add, remove, targetWhere(t), t.Row)
+}
