@@ -1,6 +1,8 @@
 package db
 
 import (
+	"context"
+	"strings"
 	"time"
 )
 
@@ -111,4 +113,71 @@ type AuditEntry struct {
 	MessageID string
 	Detail    string
 	Remote    string
+}
+
+// ReleaseMessage lets a quarantined message through (API-NOTES section 9): protection
+// status released with releasedAt and releasedBy, labels received+unread (quarantined
+// and trash removed, the message's own labels kept), visible to lists and search again,
+// and its pending triage eligible. It reports false when the message was not quarantined
+// (releasing twice is a no-op). A message whose antivirus verdict is not clean is never
+// released; the refusal is written to the audit log too.
+//
+// Errors: not_found, malware_blocked.
+func ReleaseMessage(ctx context.Context, st Units, uuid string, by Actor) (bool, error) {
+	var refused, released bool
+	err := st.Update(ctx, func(tx Tx) error {
+		refused, released = false, false
+		it, held, err := tx.ScannedMessage(uuid)
+		if err != nil || !held {
+			return err
+		}
+		p := it.Protection
+		entry := AuditEntry{Actor: by.Name, Remote: by.Remote, AccountID: it.AccountID, Inbox: it.Inbox, MessageID: it.MessageID}
+		if p.Antivirus.Status != "clean" {
+			refused = true
+			entry.Action, entry.Detail = "release_refused", "antivirus status "+p.Antivirus.Status+": "+strings.Join(p.Antivirus.Signatures, ", ")
+			return tx.Audit(entry)
+		}
+		p.Status, p.ReleasedAt, p.ReleasedBy = ProtectionReleased, Time{Time: tx.Now()}.String(), by.Name
+		if err := tx.SetProtection(it.RowID, p, false); err != nil {
+			return err
+		}
+		// Its pending triage needs nothing: the triage queue kept its row, and the worker
+		// takes the rows of messages that are not quarantined.
+		err = tx.Relabel(LabelTarget{Row: it.RowID}, []string{LabelReceived, LabelUnread}, []string{LabelQuarantined, LabelTrash})
+		if err != nil {
+			return err
+		}
+		released = true
+		entry.Action, entry.Detail = "release", "reasons: "+strings.Join(it.Protection.Reasons, ", ")
+		return tx.Audit(entry)
+	})
+	if err != nil {
+		return false, err
+	}
+	if refused {
+		return false, Errorf(ECodeMalwareBlocked, "the antivirus verdict is not clean: a message with malware or an unscannable attachment cannot be released")
+	}
+	return released, nil
+}
+
+// DeleteQuarantined deletes a quarantined message for good (attachments, labels, queue
+// rows) and writes it to the audit log.
+//
+// Errors: not_found (also for a message that is not quarantined).
+func DeleteQuarantined(ctx context.Context, st Units, uuid string, by Actor) error {
+	return st.Update(ctx, func(tx Tx) error {
+		it, held, err := tx.ScannedMessage(uuid)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return Errorf(ECodeNotFound, "message %s is not in quarantine", uuid)
+		}
+		if err := tx.DeleteMessage(it.RowID); err != nil {
+			return err
+		}
+		return tx.Audit(AuditEntry{Actor: by.Name, Remote: by.Remote, Action: "delete", AccountID: it.AccountID,
+			Inbox: it.Inbox, MessageID: it.MessageID, Detail: "reasons: " + strings.Join(it.Protection.Reasons, ", ")})
+	})
 }

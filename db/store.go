@@ -184,12 +184,6 @@ type Quarantine interface {
 	QuarantineCounts(ctx context.Context) ([]QuarantineCount, error)
 	// ReviewMessage loads one message that carries a protection verdict. Errors: not_found.
 	ReviewMessage(ctx context.Context, uuid string) (*ReviewMessage, error)
-	// ReleaseMessage lets a quarantined message through; false when it was not held.
-	// Errors: not_found, malware_blocked.
-	ReleaseMessage(ctx context.Context, uuid string, by Actor) (bool, error)
-	// DeleteQuarantined deletes a quarantined message for good.
-	// Errors: not_found (also for a message that is not quarantined).
-	DeleteQuarantined(ctx context.Context, uuid string, by Actor) error
 	// Audit appends an entry to the audit log.
 	Audit(ctx context.Context, e AuditEntry) error
 	// AuditLog returns up to limit entries, newest first, older than entry id before (0:

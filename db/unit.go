@@ -81,6 +81,16 @@ type Tx interface {
 	LabelTarget(inboxID int64, thread bool, id string) (LabelTarget, bool, error)
 	// Relabel adds and removes labels on the messages t reaches.
 	Relabel(t LabelTarget, add, remove []string) error
+
+	// ScannedMessage returns a message of a live inbox that carries a protection verdict,
+	// by its UUID, and whether it is quarantined. Errors: not_found.
+	ScannedMessage(uuid string) (*QuarantineItem, bool, error)
+	// SetProtection replaces a message's protection verdict and whether it is held.
+	SetProtection(messageRow int64, p Protection, held bool) error
+	// DeleteMessage deletes a message for good, with what belongs to it.
+	DeleteMessage(messageRow int64) error
+	// Audit appends an entry to the audit log, at the unit's Now.
+	Audit(e AuditEntry) error
 }
 
 // SendRecord is what makes a send idempotent: the fingerprint of its request and what it

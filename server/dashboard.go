@@ -473,7 +473,7 @@ func (d *dashboard) handleRelease(q *request) error {
 	if err != nil {
 		return err
 	}
-	released, err := d.s.store.ReleaseMessage(q.r.Context(), id, d.actor(q))
+	released, err := db.ReleaseMessage(q.r.Context(), d.s.store, id, d.actor(q))
 	if err != nil {
 		return err
 	}
@@ -491,7 +491,7 @@ func (d *dashboard) handleDelete(q *request) error {
 	if err != nil {
 		return err
 	}
-	if err := d.s.store.DeleteQuarantined(q.r.Context(), id, d.actor(q)); err != nil {
+	if err := db.DeleteQuarantined(q.r.Context(), d.s.store, id, d.actor(q)); err != nil {
 		return err
 	}
 	http.Redirect(q.w, q.r, "/dashboard/?done=deleted", http.StatusSeeOther)

@@ -117,7 +117,7 @@ func TestQuarantinedMessageLabelsAreFrozen(t *testing.T) {
 	items, _, err := e.store.ListQuarantined(ctx, db.QuarantineFilter{Inbox: in})
 	c.Assert(err, qt.IsNil)
 	c.Assert(items, qt.HasLen, 1)
-	released, err := e.store.ReleaseMessage(ctx, items[0].UUID, db.Actor{Name: "admin"})
+	released, err := db.ReleaseMessage(ctx, e.store, items[0].UUID, db.Actor{Name: "admin"})
 	c.Assert(err, qt.IsNil)
 	c.Assert(released, qt.IsTrue)
 	e.ok("updateMessageLabels", "PATCH", spamPath+"/labels", e.full, map[string]any{"removeLabels": []string{"unread"}, "addLabels": []string{"checked"}})

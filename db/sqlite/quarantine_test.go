@@ -56,7 +56,7 @@ func TestReleaseAndDelete(t *testing.T) {
 	c.Assert(r.Detail.SpamRules[0].Name, qt.Equals, "GTUBE")
 
 	by := db.Actor{Name: "admin", Remote: "192.0.2.1"}
-	ok, err := s.ReleaseMessage(ctx, spam, by)
+	ok, err := db.ReleaseMessage(ctx, s, spam, by)
 	c.Assert(err, qt.IsNil)
 	c.Assert(ok, qt.IsTrue)
 	m, err := s.GetMessage(ctx, in.ID, "<spam@x>")
@@ -73,18 +73,18 @@ func TestReleaseAndDelete(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(threads, qt.HasLen, 1) // its thread is no longer hidden
 
-	ok, err = s.ReleaseMessage(ctx, spam, by)
+	ok, err = db.ReleaseMessage(ctx, s, spam, by)
 	c.Assert(err, qt.IsNil)
 	c.Assert(ok, qt.IsFalse) // a second release changes nothing
 
 	for _, id := range []string{virus, unscannable} {
-		_, err = s.ReleaseMessage(ctx, id, by)
+		_, err = db.ReleaseMessage(ctx, s, id, by)
 		c.Assert(db.IsCode(err, db.ECodeMalwareBlocked), qt.IsTrue, qt.Commentf("%v", err))
 	}
-	c.Assert(s.DeleteQuarantined(ctx, virus, by), qt.IsNil)
+	c.Assert(db.DeleteQuarantined(ctx, s, virus, by), qt.IsNil)
 	_, err = s.GetMessage(ctx, in.ID, "<virus@x>")
 	c.Assert(db.IsCode(err, db.ECodeNotFound), qt.IsTrue)
-	c.Assert(db.IsCode(s.DeleteQuarantined(ctx, spam, by), db.ECodeNotFound), qt.IsTrue) // released: not in quarantine
+	c.Assert(db.IsCode(db.DeleteQuarantined(ctx, s, spam, by), db.ECodeNotFound), qt.IsTrue) // released: not in quarantine
 	_, err = s.ReviewMessage(ctx, virus)
 	c.Assert(db.IsCode(err, db.ECodeNotFound), qt.IsTrue)
 

@@ -164,3 +164,29 @@ func (u *unit) LabelTarget(inboxID int64, thread bool, id string) (db.LabelTarge
 func (u *unit) Relabel(t db.LabelTarget, add, remove []string) error {
 	return applyLabels(u.ctx, u.tx, add, remove, targetWhere(t), t.Row)
 }
+
+func (u *unit) ScannedMessage(uuid string) (*db.QuarantineItem, bool, error) {
+	return loadForAction(u.ctx, u.tx, uuid)
+}
+
+func (u *unit) SetProtection(messageRow int64, p db.Protection, held bool) error {
+	_, err := u.tx.ExecContext(u.ctx, "UPDATE messages SET quarantined = ?, protection_z = ? WHERE id = ?", held, packJSON(jsonText(&p)), messageRow)
+	return err
+}
+
+func (u *unit) DeleteMessage(messageRow int64) error {
+	var thread int64
+	if err := u.tx.QueryRowContext(u.ctx, "SELECT thread_id FROM messages WHERE id = ?", messageRow).Scan(&thread); err != nil {
+		return err
+	}
+	// Queued before the row goes: the indexer drops what it no longer finds.
+	if err := enqueueIndex(u.ctx, u.tx, "m.id = ?", messageRow); err != nil {
+		return err
+	}
+	if _, err := u.tx.ExecContext(u.ctx, "DELETE FROM messages WHERE id = ?", messageRow); err != nil {
+		return err
+	}
+	return refreshThread(u.ctx, u.tx, thread)
+}
+
+func (u *unit) Audit(e db.AuditEntry) error { return audit(u.ctx, u.tx, u.now, e) }

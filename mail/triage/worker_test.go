@@ -293,7 +293,7 @@ func TestWorkerQuarantine(t *testing.T) {
 	c.Assert(e.queueLen(), qt.Equals, int64(1))
 	msg, err := e.store.GetMessage(context.Background(), e.inbox, "<q@x>")
 	c.Assert(err, qt.IsNil)
-	ok, err := e.store.ReleaseMessage(context.Background(), msg.UUID, db.Actor{Name: "reviewer"})
+	ok, err := db.ReleaseMessage(context.Background(), e.store, msg.UUID, db.Actor{Name: "reviewer"})
 	c.Assert(err, qt.IsNil)
 	c.Assert(ok, qt.IsTrue)
 	e.eventually("complete after release", e.status("<q@x>"))
