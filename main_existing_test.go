@@ -65,7 +65,7 @@ func TestKeysCreateReplacesMailboxKey(t *testing.T) {
 	store, err := sqlite.Open(ctx, path, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
-	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "ops@x.test", DefaultDomain: "x.test"})
+	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "ops@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.Close(), qt.IsNil)
 

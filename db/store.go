@@ -52,13 +52,9 @@ type Accounts interface {
 	GetUsage(ctx context.Context, accountID string) (*Usage, error)
 }
 
-// Inboxes are the inboxes and their addresses, which are never reused.
+// Inboxes are the inboxes and their addresses, which are never reused (CreateInbox makes
+// them).
 type Inboxes interface {
-	// CreateInbox reserves an address and makes it ready.
-	// Errors: inbox_conflict (address of another account, or retired), inbox_limit
-	// (operator quota), billing_limit (plan allowance), domain_not_ready (domain not served
-	// for the account).
-	CreateInbox(ctx context.Context, n NewInbox) (*Inbox, error)
 	// InboxByAddress returns an inbox of the account by its address (any case).
 	// Errors: not_found (unknown, or another account's), inbox_retired (deleted).
 	InboxByAddress(ctx context.Context, accountID, address string) (*Inbox, error)

@@ -91,6 +91,19 @@ type Tx interface {
 	DeleteMessage(messageRow int64) error
 	// Audit appends an entry to the audit log, at the unit's Now.
 	Audit(e AuditEntry) error
+
+	// InboxAt returns the inbox at an address (any account, retired or not), nil when
+	// none.
+	InboxAt(address string) (*Inbox, error)
+	// DomainOwner returns the account a domain belongs to, "" when none.
+	DomainOwner(domain string) (string, error)
+	// InboxAllowance reads what decides whether an account may have one more inbox.
+	// Errors: not_found (no such account).
+	InboxAllowance(accountID string) (InboxAllowance, error)
+	// InsertInbox stores a new inbox and returns its row id.
+	InsertInbox(in *Inbox) (int64, error)
+	// SetDeliveryStatus sets an inbox's delivery status.
+	SetDeliveryStatus(inboxID int64, status string) error
 }
 
 // SendRecord is what makes a send idempotent: the fingerprint of its request and what it

@@ -28,7 +28,7 @@ func TestLocalDeliveryPassesAreBounded(t *testing.T) {
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
 	var inboxes []*db.Inbox
 	for _, a := range []string{"agent@inboxd.test", "desk@inboxd.test"} {
-		in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: "inboxd.test"})
+		in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: "inboxd.test"})
 		c.Assert(err, qt.IsNil)
 		inboxes = append(inboxes, in)
 	}

@@ -166,7 +166,7 @@ func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Se
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
-	in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "agent@inboxd.test", DisplayName: "Agent", DefaultDomain: "inboxd.test"})
+	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "agent@inboxd.test", DisplayName: "Agent", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	svc := mail.NewService(store, "inboxd.test", 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if cfg.Poll == 0 {
@@ -420,7 +420,7 @@ func TestLocalDeliveryTriagedBeforeStore(t *testing.T) {
 	model, err := triage.NewBuiltin()
 	c.Assert(err, qt.IsNil)
 	e := newOutEnv(t, mail.OutboundConfig{}, func(s *mail.Service) { s.TriageNow = model.Result })
-	desk, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
+	desk, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	res := e.send("k1", "desk@inboxd.test")
 	e.waitDelivery(res.MessageID, terminal)

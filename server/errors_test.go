@@ -232,7 +232,7 @@ func TestAccountStateErrors(t *testing.T) {
 func TestPendingInboxSetup(t *testing.T) {
 	c := qt.New(t)
 	e := newEnv(t)
-	_, err := e.store.CreateInbox(context.Background(), db.NewInbox{AccountID: "acme", Address: "late@inboxd.test", DefaultDomain: testDomain,
+	_, err := db.CreateInbox(context.Background(), e.store, db.NewInbox{AccountID: "acme", Address: "late@inboxd.test", DefaultDomain: testDomain,
 		DeliveryStatus: db.DeliveryPending, Seeding: true})
 	c.Assert(err, qt.IsNil)
 	c.Assert(e.ok("getInbox", "GET", inboxPath("late@inboxd.test"), e.full, nil)["deliveryStatus"], qt.Equals, "pending")

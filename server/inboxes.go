@@ -64,7 +64,7 @@ func (s *Server) handleInboxCreate(w http.ResponseWriter, r *http.Request, c *ca
 	if len(addr) > 254 {
 		return db.Errorf(db.ECodeInvalidArgument, "username: the address %s is longer than 254 characters", addr)
 	}
-	in, err := s.store.CreateInbox(r.Context(), db.NewInbox{
+	in, err := db.CreateInbox(r.Context(), s.store, db.NewInbox{
 		AccountID: c.who.AccountID, Address: addr, DisplayName: body.DisplayName, Group: body.Group, DefaultDomain: s.cfg.Domain,
 	})
 	if err != nil {

@@ -389,7 +389,7 @@ func TestRateLimit(t *testing.T) {
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	key := db.GenerateAccountToken()
 	c.Assert(store.CreateKey(ctx, db.NewKey{AccountID: "a", Token: key, Scopes: db.AllScopes()}), qt.IsNil)
-	_, err = store.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "r@inboxd.test", DefaultDomain: testDomain})
+	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "r@inboxd.test", DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 	send := func(k string) *http.Response {
 		req, _ := http.NewRequest("POST", "/v1/inboxes/r%40inboxd.test/messages/send",

@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 	metrics := server.NewMetrics()
 	e := newEnvWith(t, func(cfg *server.Config) { cfg.Metrics, cfg.MetricsToken = metrics, "s3cret-metrics" })
 	token := e.full
-	_, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
+	_, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 
 	// The token: nothing without it, not with an API key, not with a wrong one.

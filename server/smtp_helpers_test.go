@@ -41,7 +41,7 @@ func newSMTPEnv(t testing.TB, cfg server.SMTPConfig) *smtpEnv {
 	svc := mail.NewService(store, testDomain, 0, log)
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, []string{"acme.example"}), qt.IsNil)
 	for _, a := range []string{"support@" + testDomain, "sales@" + testDomain, "team@acme.example"} {
-		_, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: testDomain})
+		_, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: testDomain})
 		c.Assert(err, qt.IsNil)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -127,10 +127,10 @@ func readReply(c *qt.C, r *bufio.Reader) string {
 func TestSMTPRecipients(t *testing.T) {
 	e := newSMTPEnv(t, server.SMTPConfig{})
 	ctx := context.Background()
-	_, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "later@inboxd.test", DefaultDomain: testDomain,
+	_, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "later@inboxd.test", DefaultDomain: testDomain,
 		DeliveryStatus: db.DeliveryPending, Seeding: true})
 	qt.Assert(t, err, qt.IsNil)
-	gone, err := e.store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "gone@inboxd.test", DefaultDomain: testDomain})
+	gone, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "gone@inboxd.test", DefaultDomain: testDomain})
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, e.store.DeleteInbox(ctx, gone), qt.IsNil)
 

@@ -25,7 +25,7 @@ func TestLargeMailRoundTrips(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	defer s.Close()
 	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
-	in, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 
 	random := func(n int) []byte {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
-
-	"github.com/google/uuid"
 )
 
 const inboxColumns = "i.id, i.uuid, i.account_id, i.address, i.display_name, i.grp, i.delivery_status, i.setup_available, i.created_at, i.retired_at"
@@ -37,95 +35,20 @@ func scanInbox(row interface{ Scan(...any) error }) (*db.Inbox, error) {
 	return &in, nil
 }
 
-// CreateInbox reserves an address and makes it ready. Creating an address the account
-// already owns returns the existing inbox unchanged (group and display name kept) after
-// retrying setup; nothing is charged then.
-//
-// Errors: inbox_conflict (address of another account, or retired), inbox_limit (operator
-// quota), billing_limit (plan allowance), domain_not_ready (domain not served for the account).
-func (s *Store) CreateInbox(ctx context.Context, n db.NewInbox) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
-	defer s.inboxes.invalidate()
-	addr := strings.ToLower(n.Address)
-	_, domain, _ := strings.Cut(addr, "@")
-	status := n.DeliveryStatus
-	if status == "" {
-		status = db.DeliveryReady
-	}
-	now := s.Now()
-	var out *db.Inbox
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		existing, err := scanInbox(tx.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", addr))
-		switch {
-		case err == nil:
-			if existing.AccountID != n.AccountID || existing.Retired {
-				return db.Errorf(db.ECodeInboxConflict, "address %s is taken or retired and cannot be reused", addr)
-			}
-			if existing.DeliveryStatus == db.DeliveryPending && !n.Seeding {
-				// Routing is local to this server, so a retried setup always completes.
-				if _, err := tx.ExecContext(ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ?", db.DeliveryReady, existing.ID); err != nil {
-					return err
-				}
-				existing.DeliveryStatus = db.DeliveryReady
-			}
-			out = existing
-			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		if domain != n.DefaultDomain {
-			var owner string
-			err := tx.QueryRowContext(ctx, "SELECT account_id FROM account_domains WHERE domain = ?", domain).Scan(&owner)
-			if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != n.AccountID) {
-				return db.Errorf(db.ECodeDomainNotReady, "domain: %s is not a domain this account can use", domain)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if !n.Seeding {
-			if err := checkInboxAllowance(ctx, tx, n.AccountID); err != nil {
-				return err
-			}
-		}
-		in := &db.Inbox{
-			UUID: uuid.NewString(), AccountID: n.AccountID, InboxID: addr, Address: addr,
-			DisplayName: n.DisplayName, Group: n.Group, DeliveryStatus: status, SetupAvailable: true,
-			CreatedAt: db.Time{Time: now.Truncate(1e6)},
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO inboxes(uuid, account_id, address, display_name, grp, delivery_status, setup_available, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, 1, ?)`, in.UUID, in.AccountID, addr, nullString(n.DisplayName), n.Group, status, millis(now))
-		if err != nil {
-			return err
-		}
-		in.ID, err = res.LastInsertId()
-		out = in
-		return err
-	})
-	return out, err
-}
-
-func checkInboxAllowance(ctx context.Context, tx *sql.Tx, accountID string) error {
-	var (
-		count int64
-		quota sql.NullInt64
-		plan  string
-	)
+// inboxAllowance reads what decides whether an account may have one more inbox
+// (db.Tx.InboxAllowance).
+func inboxAllowance(ctx context.Context, tx *sql.Tx, accountID string) (db.InboxAllowance, error) {
+	var a db.InboxAllowance
+	var quota sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM inboxes WHERE account_id = ?1 AND retired_at IS NULL), inbox_quota, plan
-		FROM accounts WHERE id = ?1`, accountID).Scan(&count, &quota, &plan)
+		FROM accounts WHERE id = ?1`, accountID).Scan(&a.Live, &quota, &a.Plan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return db.Errorf(db.ECodeNotFound, "account %s not found", accountID)
+		return a, db.Errorf(db.ECodeNotFound, "account %s not found", accountID)
 	}
-	if err != nil {
-		return err
+	if quota.Valid {
+		a.Quota = &quota.Int64
 	}
-	if quota.Valid && count >= quota.Int64 {
-		return db.Errorf(db.ECodeInboxLimit, "the account's inbox quota of %d is reached", quota.Int64)
-	}
-	if p, ok := db.PlanByID(plan); ok && count >= p.Included.Inboxes {
-		return db.Errorf(db.ECodeBillingLimit, "the %s plan includes %d inboxes; upgrade to create more", p.PlanID, p.Included.Inboxes)
-	}
-	return nil
+	return a, err
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

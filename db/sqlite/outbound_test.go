@@ -102,7 +102,7 @@ func TestSuppressionIsPerInboxAndPurged(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	in := setup(t, s)
-	other, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "other@x.test", DefaultDomain: "x.test"})
+	other, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "other@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 	send(t, s, in, "a", "bad@away.test")
 	jobs, _ := s.ClaimOutbound(ctx, 10)

@@ -25,7 +25,7 @@ func setup(t *testing.T, s *sqlite.Store) *db.Inbox {
 	t.Helper()
 	ctx := context.Background()
 	qt.Assert(t, s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
-	in, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	qt.Assert(t, err, qt.IsNil)
 	return in
 }
@@ -104,7 +104,7 @@ func TestDeleteInboxPurgesAndRetires(t *testing.T) {
 	c.Assert(jobs, qt.HasLen, 0)
 	_, err = s.InboxByAddress(ctx, "a", "me@x.test")
 	c.Assert(db.ErrorCode(err), qt.Equals, db.ECodeInboxRetired)
-	_, err = s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "ME@x.test", DefaultDomain: "x.test"})
+	_, err = db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "ME@x.test", DefaultDomain: "x.test"})
 	c.Assert(db.ErrorCode(err), qt.Equals, db.ECodeInboxConflict)
 }
 

@@ -19,7 +19,7 @@ func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 	ctx := context.Background()
 	s := tempStore(t)
 	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
-	in, err := s.CreateInbox(ctx, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
+	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

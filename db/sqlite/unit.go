@@ -13,8 +13,15 @@ import (
 // other writes (write.go), so fn may run twice, as db.Units says.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
 	ctx = noCancel(ctx)
-	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error { return fn(&unit{ctx: ctx, tx: tx, now: now}) })
+	u := &unit{ctx: ctx, now: s.Now()}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		u.tx = tx
+		return fn(u)
+	})
+	if u.inboxesChanged {
+		s.inboxes.invalidate()
+	}
+	return err
 }
 
 // prepared is a message packed for storing (messages.go).
@@ -37,6 +44,8 @@ type unit struct {
 	ctx context.Context
 	tx  *sql.Tx
 	now time.Time
+
+	inboxesChanged bool // the store's inbox cache is cleared once the unit is done
 }
 
 func (u *unit) Now() time.Time { return u.now }
@@ -190,3 +199,40 @@ func (u *unit) DeleteMessage(messageRow int64) error {
 }
 
 func (u *unit) Audit(e db.AuditEntry) error { return audit(u.ctx, u.tx, u.now, e) }
+
+func (u *unit) InboxAt(address string) (*db.Inbox, error) {
+	in, err := scanInbox(u.tx.QueryRowContext(u.ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", address))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return in, err
+}
+
+func (u *unit) DomainOwner(domain string) (string, error) {
+	var owner string
+	err := u.tx.QueryRowContext(u.ctx, "SELECT account_id FROM account_domains WHERE domain = ?", domain).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return owner, err
+}
+
+func (u *unit) InboxAllowance(accountID string) (db.InboxAllowance, error) {
+	return inboxAllowance(u.ctx, u.tx, accountID)
+}
+
+func (u *unit) InsertInbox(in *db.Inbox) (int64, error) {
+	u.inboxesChanged = true
+	res, err := u.tx.ExecContext(u.ctx, `INSERT INTO inboxes(uuid, account_id, address, display_name, grp, delivery_status, setup_available, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?)`, in.UUID, in.AccountID, in.Address, nullString(in.DisplayName), in.Group, in.DeliveryStatus, millis(in.CreatedAt.Time))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+func (u *unit) SetDeliveryStatus(inboxID int64, status string) error {
+	u.inboxesChanged = true
+	_, err := u.tx.ExecContext(u.ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ?", status, inboxID)
+	return err
+}

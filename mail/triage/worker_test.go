@@ -77,7 +77,7 @@ func newEnv(c *qt.C, plan string) *env {
 	c.Assert(err, qt.IsNil)
 	c.Cleanup(func() { store.Close() })
 	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
-	in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
+	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	return &env{c: c, store: store, path: path, clock: clk, inbox: in.ID}
 }

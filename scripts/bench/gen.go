@@ -366,7 +366,7 @@ func generate(ctx context.Context, path string, sc scale, seed uint64, logf func
 		return nil, err
 	}
 	newInbox := func(addr string) (int64, error) {
-		in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "bench", Address: addr, DefaultDomain: domain, Seeding: true})
+		in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "bench", Address: addr, DefaultDomain: domain, Seeding: true})
 		if err != nil {
 			return 0, err
 		}

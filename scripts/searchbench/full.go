@@ -42,7 +42,7 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 	if err := store.EnsureAccount(ctx, db.Account{ID: "bench", Plan: db.PlanExempt}, nil); err != nil {
 		return err
 	}
-	in, err := store.CreateInbox(ctx, db.NewInbox{AccountID: "bench", Address: benchInbox, DefaultDomain: "inboxd.test"})
+	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "bench", Address: benchInbox, DefaultDomain: "inboxd.test"})
 	if err != nil {
 		return err
 	}
