@@ -691,12 +691,12 @@ func (m *Main) seed(ctx context.Context) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	if err := m.store.EnsureAccount(ctx, db.Account{ID: defaultAccount, Plan: db.PlanExempt}, nil); err != nil {
+	if err := db.EnsureAccount(ctx, m.store, db.Account{ID: defaultAccount, Plan: db.PlanExempt}, nil); err != nil {
 		return err
 	}
 	token := db.GenerateAccountToken()
 	expires := m.store.Now().AddDate(0, 0, db.MaxKeyDays)
-	if err := m.store.CreateKey(ctx, db.NewKey{AccountID: defaultAccount, Token: token, Scopes: db.AllScopes(), ExpiresAt: &expires}); err != nil {
+	if err := db.CreateKey(ctx, m.store, db.NewKey{AccountID: defaultAccount, Token: token, Scopes: db.AllScopes(), ExpiresAt: &expires}); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "created account %q; its full-scope key (shown once, valid until %s):\n%s\n", defaultAccount, expires.Format(time.DateOnly), token)
@@ -793,7 +793,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		exp := store.Now().AddDate(0, 0, *days)
 		k.ExpiresAt = &exp
 	}
-	if err := store.CreateKey(ctx, k); err != nil {
+	if err := db.CreateKey(ctx, store, k); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, k.Token)

@@ -64,7 +64,7 @@ func TestKeysCreateReplacesMailboxKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "inboxd.db")
 	store, err := sqlite.Open(ctx, path, sqlite.Options{})
 	c.Assert(err, qt.IsNil)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "ops@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 	c.Assert(store.Close(), qt.IsNil)

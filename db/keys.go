@@ -1,8 +1,10 @@
 package db
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,4 +94,99 @@ func ValidScope(s string) bool {
 		}
 	}
 	return false
+}
+
+// CreateKey stores a key. Storing a key that already exists for the same account is a
+// no-op, so loading a fixture twice changes nothing. A mailbox key with Replace revokes
+// the inbox's other mailbox keys; an account key past MaxActiveKeys is refused.
+//
+// Errors: invalid_argument (bad prefix, scopes or inbox, or a key of another account),
+// not_found (account or inbox), key_limit (MaxActiveKeys active account keys).
+func CreateKey(ctx context.Context, st Units, k NewKey) error {
+	if err := checkNewKey(k); err != nil {
+		return err
+	}
+	return st.Update(ctx, func(tx Tx) error {
+		owner, err := tx.KeyOwner(k.Token)
+		switch {
+		case err != nil:
+			return err
+		case owner == k.AccountID:
+			return nil
+		case owner != "":
+			return Errorf(ECodeInvalidArgument, "token: this key already belongs to another account")
+		}
+		if err := checkAccountExists(tx, k.AccountID); err != nil {
+			return err
+		}
+		if k.mailbox() {
+			return insertMailboxKey(tx, k)
+		}
+		if err := checkKeyLimit(tx, k.AccountID); err != nil {
+			return err
+		}
+		return tx.InsertKey(k, 0)
+	})
+}
+
+func (k NewKey) mailbox() bool { return strings.HasPrefix(k.Token, MailboxKeyPrefix) }
+
+// checkNewKey refuses a key whose shape is wrong, before anything is read.
+func checkNewKey(k NewKey) error {
+	if !k.mailbox() && !strings.HasPrefix(k.Token, AccountKeyPrefix) {
+		return Errorf(ECodeInvalidArgument, "token: must start with %s or %s", AccountKeyPrefix, MailboxKeyPrefix)
+	}
+	if len(k.Token) < 16 || len(k.Token) > 512 {
+		return Errorf(ECodeInvalidArgument, "token: must be 16 to 512 characters")
+	}
+	if k.mailbox() {
+		if k.InboxAddress == "" {
+			return Errorf(ECodeInvalidArgument, "inbox: a %s key needs an inbox", MailboxKeyPrefix)
+		}
+		return nil
+	}
+	if len(k.Scopes) == 0 {
+		return Errorf(ECodeInvalidArgument, "scopes: an account key needs at least one scope")
+	}
+	for _, sc := range k.Scopes {
+		if !ValidScope(sc) {
+			return Errorf(ECodeInvalidArgument, "scopes: unknown scope %q", sc)
+		}
+	}
+	return nil
+}
+
+func checkAccountExists(tx Tx, accountID string) error {
+	ok, err := tx.AccountExists(accountID)
+	if err == nil && !ok {
+		err = Errorf(ECodeNotFound, "account %s not found", accountID)
+	}
+	return err
+}
+
+// insertMailboxKey stores a key of one live inbox of the account, revoking the inbox's
+// others when it replaces them.
+func insertMailboxKey(tx Tx, k NewKey) error {
+	inboxID, ok, err := tx.LiveInboxOf(k.AccountID, strings.ToLower(k.InboxAddress))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Errorf(ECodeNotFound, "inbox %s not found in account %s", k.InboxAddress, k.AccountID)
+	}
+	if k.Replace {
+		if err := tx.RevokeMailboxKeys(inboxID); err != nil {
+			return err
+		}
+	}
+	return tx.InsertKey(k, inboxID)
+}
+
+// checkKeyLimit refuses one more account key past MaxActiveKeys.
+func checkKeyLimit(tx Tx, accountID string) error {
+	active, err := tx.ActiveAccountKeys(accountID)
+	if err == nil && active >= MaxActiveKeys {
+		err = Errorf(ECodeKeyLimit, "account %s already has %d active keys", accountID, MaxActiveKeys)
+	}
+	return err
 }

@@ -33,13 +33,9 @@ type Store interface {
 	Close() error
 }
 
-// Accounts are the accounts, their plans, domains and metered usage.
+// Accounts are the accounts, their plans, domains and metered usage (EnsureAccount makes
+// them).
 type Accounts interface {
-	// EnsureAccount creates the account if it does not exist, else updates its plan, and
-	// attaches domains to it.
-	// Errors: invalid_argument (unknown plan), domain_conflict (a domain belongs to another
-	// account).
-	EnsureAccount(ctx context.Context, a Account, domains []string) error
 	CountAccounts(ctx context.Context) (int, error)
 	// Account returns one account. Errors: not_found.
 	Account(ctx context.Context, id string) (*Account, error)
@@ -74,12 +70,9 @@ type Inboxes interface {
 	DeleteInbox(ctx context.Context, in *Inbox) error
 }
 
-// Keys are the API keys: account keys with scopes, and mailbox keys of one inbox.
+// Keys are the API keys: account keys with scopes, and mailbox keys of one inbox
+// (CreateKey makes them).
 type Keys interface {
-	// CreateKey stores a key; storing one that exists with the same hash is a no-op.
-	// Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
-	// key_limit (20 active account keys).
-	CreateKey(ctx context.Context, k NewKey) error
 	// KeyOwner returns the account a token is a key of, or "" when there is no such key.
 	KeyOwner(ctx context.Context, token string) (string, error)
 	// ActiveAccountKeys counts an account's account keys that are neither revoked nor
@@ -157,11 +150,12 @@ type Outbound interface {
 	ParkedCount(ctx context.Context) (int64, error)
 }
 
-// TriageQueue is the durable queue of received mail waiting for analysis.
+// TriageQueue is the durable queue of received mail waiting for analysis (ClaimTriage
+// takes from it).
 type TriageQueue interface {
-	// ClaimTriage returns up to limit queued messages that are due at now and not
-	// quarantined, leaving out those in skip; each costs a triage unit of its account.
-	ClaimTriage(ctx context.Context, now time.Time, limit int, skip []int64) ([]TriageJob, error)
+	// TriageTexts fills the Text of claimed jobs (ClaimTriage), leaving out the messages
+	// deleted since.
+	TriageTexts(ctx context.Context, jobs []TriageJob) ([]TriageJob, error)
 	// FinishTriage records outcomes of analyses, all at once.
 	FinishTriage(ctx context.Context, outcomes []TriageOutcome) error
 	// TriageQueueLen reports how many messages wait for triage.

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"time"
 )
 
@@ -40,4 +41,62 @@ type TriageOutcome struct {
 	MessageRow int64
 	Result     *Triage
 	RetryAt    time.Time
+}
+
+// QueuedTriage is a due message of the triage queue, and whether its analysis is paid for
+// already (a retry is not charged again).
+type QueuedTriage struct {
+	Job     TriageJob // without Text: TriageTexts reads it after the claim
+	Charged bool
+}
+
+// ClaimTriage returns up to limit queued messages that are due at now and not
+// quarantined, leaving out the rows in skip (the ones being analyzed). Starting an
+// analysis spends a triage unit of the message's account, once per message; when the
+// allowance is spent the message is not analyzed, its triage becomes absent (API-NOTES
+// section 8) and it is not returned.
+func ClaimTriage(ctx context.Context, st interface {
+	Units
+	TriageQueue
+}, now time.Time, limit int, skip []int64) ([]TriageJob, error) {
+	var jobs []TriageJob
+	err := st.Update(ctx, func(tx Tx) error {
+		due, err := tx.DueTriage(now, limit, skip)
+		if err != nil {
+			return err
+		}
+		jobs = jobs[:0]
+		for _, q := range due {
+			paid, err := chargeClaim(tx, q, now)
+			if err != nil {
+				return err
+			}
+			if paid {
+				jobs = append(jobs, q.Job)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	// The bodies are read after the claim commits, so that unpacking them does not hold
+	// the store's writer.
+	return st.TriageTexts(ctx, jobs)
+}
+
+// chargeClaim spends the triage unit of a claimed message, or drops it from the queue
+// with no triage when the allowance is spent; it reports whether the analysis may start.
+func chargeClaim(tx Tx, q QueuedTriage, now time.Time) (bool, error) {
+	if q.Charged {
+		return true, nil
+	}
+	err := Charge(tx, q.Job.AccountID, FeatureTriage, now)
+	if IsCode(err, ECodeBillingLimit) {
+		return false, tx.SkipTriage(q.Job.MessageRow)
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, tx.MarkTriageCharged(q.Job.MessageRow, BillingPeriod(now))
 }

@@ -104,6 +104,35 @@ type Tx interface {
 	InsertInbox(in *Inbox) (int64, error)
 	// SetDeliveryStatus sets an inbox's delivery status.
 	SetDeliveryStatus(inboxID int64, status string) error
+
+	// UpsertAccount creates an account, or sets the plan of the one with its id.
+	UpsertAccount(a Account) error
+	// AccountExists reports whether an account exists.
+	AccountExists(accountID string) (bool, error)
+	// AttachDomain gives a domain no account has to an account.
+	AttachDomain(domain, accountID string) error
+
+	// KeyOwner returns the account a token is a key of, "" when none.
+	KeyOwner(token string) (string, error)
+	// LiveInboxOf returns the row of the account's live inbox at address, and whether
+	// there is one.
+	LiveInboxOf(accountID, address string) (int64, bool, error)
+	// RevokeMailboxKeys revokes every mailbox key of an inbox, at the unit's Now.
+	RevokeMailboxKeys(inboxID int64) error
+	// ActiveAccountKeys counts an account's account keys that are neither revoked nor
+	// expired at the unit's Now.
+	ActiveAccountKeys(accountID string) (int, error)
+	// InsertKey stores a new key, created at the unit's Now; inboxID is the inbox of a
+	// mailbox key, 0 for an account key.
+	InsertKey(k NewKey, inboxID int64) error
+
+	// DueTriage returns up to limit queued messages due at now and not quarantined,
+	// leaving out the rows in skip, in the order they came due.
+	DueTriage(now time.Time, limit int, skip []int64) ([]QueuedTriage, error)
+	// MarkTriageCharged records that a queued message's analysis is paid for in period.
+	MarkTriageCharged(messageRow int64, period string) error
+	// SkipTriage takes a message off the queue with no triage at all.
+	SkipTriage(messageRow int64) error
 }
 
 // SendRecord is what makes a send idempotent: the fingerprint of its request and what it

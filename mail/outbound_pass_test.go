@@ -25,7 +25,7 @@ func TestLocalDeliveryPassesAreBounded(t *testing.T) {
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
 	defer store.Close()
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
 	var inboxes []*db.Inbox
 	for _, a := range []string{"agent@inboxd.test", "desk@inboxd.test"} {
 		in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: "inboxd.test"})

@@ -165,7 +165,7 @@ func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Se
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
 	c.Assert(err, qt.IsNil)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "agent@inboxd.test", DisplayName: "Agent", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	svc := mail.NewService(store, "inboxd.test", 0, slog.New(slog.NewTextHandler(io.Discard, nil)))

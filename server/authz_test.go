@@ -33,7 +33,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"unknown", func(e *env) string { return db.GenerateAccountToken() }, func(schema.Operation) int { return 401 }},
 		{"expired", func(e *env) string {
 			token, past := db.GenerateAccountToken(), time.Now().Add(-time.Minute)
-			qt.Assert(e.t, e.store.CreateKey(context.Background(), db.NewKey{AccountID: "acme", Token: token, Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
+			qt.Assert(e.t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: "acme", Token: token, Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
 			return token
 		}, func(schema.Operation) int { return 401 }},
 		{"full", func(e *env) string { return e.full }, func(schema.Operation) int { return 200 }},

@@ -41,7 +41,7 @@ func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*
 	if configure != nil {
 		configure(svc)
 	}
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
 	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -88,7 +88,7 @@ func newDashEnvWith(t *testing.T, opts dashOptions) *dashEnv {
 		store.Close()
 	})
 	e := &env{t: t, store: store, schema: v, url: base}
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
 	e.full = e.newKey("acme", db.AllScopes()...)
 	d := &dashEnv{env: e, svc: svc}
 	d.inbox = e.createInbox("support")

@@ -70,8 +70,8 @@ func newEnvWith(t *testing.T, configure func(*server.Config)) *env {
 		store.Close()
 	})
 	e.startIndex(search.Options{Log: log})
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "other", Plan: "developer"}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "other", Plan: "developer"}, nil), qt.IsNil)
 	e.full = e.newKey("acme", db.AllScopes()...)
 	e.readOnly = e.newKey("acme", db.ScopeInboxesRead, db.ScopeMessagesRead)
 	e.other = e.newKey("other", db.AllScopes()...)
@@ -105,7 +105,7 @@ func (e *env) startIndex(opts search.Options) {
 func (e *env) newKey(account string, scopes ...string) string {
 	token := db.GenerateAccountToken()
 	exp := time.Now().Add(24 * time.Hour)
-	qt.Assert(e.t, e.store.CreateKey(context.Background(), db.NewKey{AccountID: account, Token: token, Scopes: scopes, ExpiresAt: &exp}), qt.IsNil)
+	qt.Assert(e.t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: account, Token: token, Scopes: scopes, ExpiresAt: &exp}), qt.IsNil)
 	return token
 }
 
@@ -113,7 +113,7 @@ func (e *env) mailboxKey(account, address string) string {
 	in, err := e.store.InboxByAddress(context.Background(), account, address)
 	qt.Assert(e.t, err, qt.IsNil)
 	token := db.GenerateMailboxToken(in.UUID)
-	qt.Assert(e.t, e.store.CreateKey(context.Background(), db.NewKey{AccountID: account, Token: token, InboxAddress: address}), qt.IsNil)
+	qt.Assert(e.t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: account, Token: token, InboxAddress: address}), qt.IsNil)
 	return token
 }
 

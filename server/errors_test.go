@@ -23,7 +23,7 @@ func TestAuthErrors(t *testing.T) {
 	inbox := e.createInbox("ops")
 	expired := db.GenerateAccountToken()
 	past := time.Now().Add(-time.Hour)
-	qt.Assert(t, e.store.CreateKey(context.Background(), db.NewKey{AccountID: "acme", Token: expired, Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
+	qt.Assert(t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: "acme", Token: expired, Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
 
 	e.fails(404, "not_found", "GET", "/v1/nothing-here", "", nil) // unknown route: 404 before auth
 	e.fails(404, "not_found", "PUT", "/v1/inboxes", e.full, nil)  // unknown method under /v1
@@ -221,8 +221,8 @@ func TestAccountStateErrors(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	one := 1
-	c.Assert(e.store.EnsureAccount(ctx, db.Account{ID: "off", Plan: "team", Disabled: true}, nil), qt.IsNil)
-	c.Assert(e.store.EnsureAccount(ctx, db.Account{ID: "quota", Plan: "team", InboxQuota: &one}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, e.store, db.Account{ID: "off", Plan: "team", Disabled: true}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, e.store, db.Account{ID: "quota", Plan: "team", InboxQuota: &one}, nil), qt.IsNil)
 	e.fails(403, "access_denied", "GET", "/v1/inboxes", e.newKey("off", db.AllScopes()...), nil)
 	quota := e.newKey("quota", db.AllScopes()...)
 	e.ok("createInbox", "POST", "/v1/inboxes", quota, map[string]any{"username": "first"})

@@ -370,7 +370,7 @@ func TestMCPHTTP(t *testing.T) {
 	r = e.mcpPost(e.mailboxKey("acme", in), toolsList)
 	c.Assert(r.status, qt.Equals, 401)
 	c.Assert(r.errCode(t), qt.Equals, "unauthorized")
-	c.Assert(e.store.EnsureAccount(context.Background(), db.Account{ID: "off", Plan: "team", Disabled: true}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(context.Background(), e.store, db.Account{ID: "off", Plan: "team", Disabled: true}, nil), qt.IsNil)
 	r = e.mcpPost(e.newKey("off", db.AllScopes()...), toolsList)
 	c.Assert(r.status, qt.Equals, 403)
 	c.Assert(r.errCode(t), qt.Equals, "access_denied")

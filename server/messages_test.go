@@ -386,9 +386,9 @@ func TestRateLimit(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(store, mail.NewService(store, testDomain, 2, log), v, server.Config{BaseURL: "http://x.test", Domain: testDomain}, log)
 	c.Assert(err, qt.IsNil)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	key := db.GenerateAccountToken()
-	c.Assert(store.CreateKey(ctx, db.NewKey{AccountID: "a", Token: key, Scopes: db.AllScopes()}), qt.IsNil)
+	c.Assert(db.CreateKey(ctx, store, db.NewKey{AccountID: "a", Token: key, Scopes: db.AllScopes()}), qt.IsNil)
 	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "r@inboxd.test", DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 	send := func(k string) *http.Response {

@@ -39,7 +39,7 @@ func newSMTPEnv(t testing.TB, cfg server.SMTPConfig) *smtpEnv {
 	c.Assert(err, qt.IsNil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := mail.NewService(store, testDomain, 0, log)
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: db.PlanExempt}, []string{"acme.example"}), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: db.PlanExempt}, []string{"acme.example"}), qt.IsNil)
 	for _, a := range []string{"support@" + testDomain, "sales@" + testDomain, "team@acme.example"} {
 		_, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: testDomain})
 		c.Assert(err, qt.IsNil)

@@ -9,46 +9,27 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// EnsureAccount creates the account if it does not exist, else updates its plan, and
-// attaches the given domains to it. Running it twice with the same input changes nothing.
-//
-// Errors: invalid_argument (unknown plan), domain_conflict (a domain belongs to another account).
-func (s *Store) EnsureAccount(ctx context.Context, a db.Account, domains []string) error {
-	ctx = noCancel(ctx)
-	if _, ok := db.PlanByID(a.Plan); !ok && a.Plan != db.PlanExempt {
-		return db.Errorf(db.ECodeInvalidArgument, "plan: unknown plan %q", a.Plan)
-	}
-	if a.ID == "" {
-		return db.Errorf(db.ECodeInvalidArgument, "id: account id is required")
-	}
-	now := s.Now()
-	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
-	return s.write(ctx, func(tx *sql.Tx) error {
-		// Only the plan follows the input on an existing account: the disabled flag and the
-		// quota are operator decisions that re-loading a fixture must not undo.
-		_, err := tx.ExecContext(ctx, `INSERT INTO accounts(id, plan, disabled, inbox_quota, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT(id) DO UPDATE SET plan = excluded.plan`,
-			a.ID, a.Plan, a.Disabled, a.InboxQuota, millis(now))
-		if err != nil {
-			return err
-		}
-		for _, d := range domains {
-			d = strings.ToLower(d)
-			var owner string
-			err := tx.QueryRowContext(ctx, "SELECT account_id FROM account_domains WHERE domain = ?", d).Scan(&owner)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				if _, err := tx.ExecContext(ctx, "INSERT INTO account_domains(domain, account_id) VALUES (?, ?)", d, a.ID); err != nil {
-					return err
-				}
-			case err != nil:
-				return err
-			case owner != a.ID:
-				return db.Errorf("domain_conflict", "domain %s belongs to another account", d)
-			}
-		}
-		return nil
-	})
+// UpsertAccount, AccountExists and AttachDomain are what db.EnsureAccount and
+// db.CreateKey read and write. A unit that changes accounts clears the auth cache once it
+// is done (Update): whether an account is disabled decides what its keys may do.
+
+func (u *unit) UpsertAccount(a db.Account) error {
+	u.keysChanged = true
+	_, err := u.tx.ExecContext(u.ctx, `INSERT INTO accounts(id, plan, disabled, inbox_quota, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET plan = excluded.plan`,
+		a.ID, a.Plan, a.Disabled, a.InboxQuota, millis(u.now))
+	return err
+}
+
+func (u *unit) AccountExists(accountID string) (bool, error) {
+	var n int
+	err := u.tx.QueryRowContext(u.ctx, "SELECT COUNT(*) FROM accounts WHERE id = ?", accountID).Scan(&n)
+	return n > 0, err
+}
+
+func (u *unit) AttachDomain(domain, accountID string) error {
+	_, err := u.tx.ExecContext(u.ctx, "INSERT INTO account_domains(domain, account_id) VALUES (?, ?)", domain, accountID)
+	return err
 }
 
 // CountAccounts returns how many accounts exist.
@@ -110,15 +91,4 @@ func (s *Store) DomainServed(ctx context.Context, domain string) (bool, error) {
 	var n int
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM account_domains WHERE domain = ?", strings.ToLower(domain)).Scan(&n)
 	return n > 0, storageError(err)
-}
-
-func accountExists(ctx context.Context, tx *sql.Tx, id string) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM accounts WHERE id = ?", id).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return db.Errorf(db.ECodeNotFound, "account %s not found", id)
-	}
-	return nil
 }

@@ -24,7 +24,7 @@ func TestLargeMailRoundTrips(t *testing.T) {
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), Options{})
 	c.Assert(err, qt.IsNil)
 	defer s.Close()
-	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, s, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 

@@ -18,107 +18,70 @@ func hashToken(token string) []byte {
 	return h[:]
 }
 
-// CreateKey stores a key. Storing a key that already exists with the same hash is a no-op,
-// so loading a fixture twice changes nothing.
-//
-// Errors: invalid_argument (bad prefix, scopes or inbox), not_found (account or inbox),
-// key_limit (20 active account keys).
-func (s *Store) CreateKey(ctx context.Context, k db.NewKey) error {
-	ctx = noCancel(ctx)
-	mailbox := strings.HasPrefix(k.Token, db.MailboxKeyPrefix)
-	if !mailbox && !strings.HasPrefix(k.Token, db.AccountKeyPrefix) {
-		return db.Errorf(db.ECodeInvalidArgument, "token: must start with %s or %s", db.AccountKeyPrefix, db.MailboxKeyPrefix)
+// KeyOwner, LiveInboxOf, RevokeMailboxKeys, ActiveAccountKeys and InsertKey are what
+// db.CreateKey reads and writes. A unit that changes keys clears the auth cache once it is
+// done (Update): keys, accounts and mailbox keys decide who a key is.
+
+func (u *unit) KeyOwner(token string) (string, error) { return keyOwner(u.ctx, u.tx, token) }
+
+func (u *unit) LiveInboxOf(accountID, address string) (int64, bool, error) {
+	var id int64
+	err := u.tx.QueryRowContext(u.ctx, "SELECT id FROM inboxes WHERE address = ? AND account_id = ? AND retired_at IS NULL",
+		address, accountID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
 	}
-	if len(k.Token) < 16 || len(k.Token) > 512 {
-		return db.Errorf(db.ECodeInvalidArgument, "token: must be 16 to 512 characters")
-	}
-	if mailbox && k.InboxAddress == "" {
-		return db.Errorf(db.ECodeInvalidArgument, "inbox: a %s key needs an inbox", db.MailboxKeyPrefix)
-	}
-	if !mailbox {
-		if len(k.Scopes) == 0 {
-			return db.Errorf(db.ECodeInvalidArgument, "scopes: an account key needs at least one scope")
-		}
-		for _, sc := range k.Scopes {
-			if !db.ValidScope(sc) {
-				return db.Errorf(db.ECodeInvalidArgument, "scopes: unknown scope %q", sc)
-			}
-		}
-	}
-	now := s.Now()
-	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
-	return s.write(ctx, func(tx *sql.Tx) error {
-		hash := hashToken(k.Token)
-		var owner string
-		err := tx.QueryRowContext(ctx, "SELECT account_id FROM keys WHERE hash = ?", hash).Scan(&owner)
-		switch {
-		case err == nil && owner == k.AccountID:
-			return nil
-		case err == nil:
-			return db.Errorf(db.ECodeInvalidArgument, "token: this key already belongs to another account")
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		if err := accountExists(ctx, tx, k.AccountID); err != nil {
-			return err
-		}
-		var inboxID sql.NullInt64
-		kind := "account"
-		if mailbox {
-			kind = "mailbox"
-			err := tx.QueryRowContext(ctx,
-				"SELECT id FROM inboxes WHERE address = ? AND account_id = ? AND retired_at IS NULL",
-				strings.ToLower(k.InboxAddress), k.AccountID).Scan(&inboxID)
-			if errors.Is(err, sql.ErrNoRows) {
-				return db.Errorf(db.ECodeNotFound, "inbox %s not found in account %s", k.InboxAddress, k.AccountID)
-			}
-			if err != nil {
-				return err
-			}
-			if k.Replace {
-				if _, err := tx.ExecContext(ctx, "UPDATE keys SET revoked_at = ? WHERE inbox_id = ? AND kind = 'mailbox' AND revoked_at IS NULL",
-					millis(now), inboxID); err != nil {
-					return err
-				}
-			}
-		} else {
-			var active int
-			err := tx.QueryRowContext(ctx, activeAccountKeysSQL, k.AccountID, millis(now)).Scan(&active)
-			if err != nil {
-				return err
-			}
-			if active >= db.MaxActiveKeys {
-				return db.Errorf(db.ECodeKeyLimit, "account %s already has %d active keys", k.AccountID, db.MaxActiveKeys)
-			}
-		}
-		var expires sql.NullInt64
-		if k.ExpiresAt != nil {
-			expires = sql.NullInt64{Int64: millis(*k.ExpiresAt), Valid: true}
-		}
-		prefix := k.Token
-		if len(prefix) > 12 {
-			prefix = prefix[:12]
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO keys(account_id, kind, hash, prefix, scopes, inbox_id, expires_at, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.AccountID, kind, hash, prefix, strings.Join(k.Scopes, " "), inboxID, expires, millis(now))
-		return err
-	})
+	return id, err == nil, err
 }
 
-// KeyOwner returns the account a token is a key of, or "" when the store has no such
-// key (a fixture checks it before writing anything).
-func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
+func (u *unit) RevokeMailboxKeys(inboxID int64) error {
+	u.keysChanged = true
+	_, err := u.tx.ExecContext(u.ctx, "UPDATE keys SET revoked_at = ? WHERE inbox_id = ? AND kind = 'mailbox' AND revoked_at IS NULL",
+		millis(u.now), inboxID)
+	return err
+}
+
+func (u *unit) ActiveAccountKeys(accountID string) (int, error) {
+	var active int
+	err := u.tx.QueryRowContext(u.ctx, activeAccountKeysSQL, accountID, millis(u.now)).Scan(&active)
+	return active, err
+}
+
+func (u *unit) InsertKey(k db.NewKey, inboxID int64) error {
+	u.keysChanged = true
+	kind, inbox := "account", sql.NullInt64{}
+	if inboxID != 0 {
+		kind, inbox = "mailbox", sql.NullInt64{Int64: inboxID, Valid: true}
+	}
+	var expires sql.NullInt64
+	if k.ExpiresAt != nil {
+		expires = sql.NullInt64{Int64: millis(*k.ExpiresAt), Valid: true}
+	}
+	prefix := k.Token[:min(len(k.Token), 12)]
+	_, err := u.tx.ExecContext(u.ctx, `INSERT INTO keys(account_id, kind, hash, prefix, scopes, inbox_id, expires_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.AccountID, kind, hashToken(k.Token), prefix, strings.Join(k.Scopes, " "), inbox, expires, millis(u.now))
+	return err
+}
+
+func keyOwner(ctx context.Context, q rowQuerier, token string) (string, error) {
 	var owner string
-	err := s.r.QueryRowContext(noCancel(ctx), "SELECT account_id FROM keys WHERE hash = ?", hashToken(token)).Scan(&owner)
+	err := q.QueryRowContext(ctx, "SELECT account_id FROM keys WHERE hash = ?", hashToken(token)).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return owner, err
 }
 
+// KeyOwner returns the account a token is a key of, or "" when the store has no such
+// key (a fixture checks it before writing anything).
+func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
+	owner, err := keyOwner(noCancel(ctx), s.r, token)
+	return owner, storageError(err)
+}
+
 // ActiveAccountKeys counts an account's account keys that are neither revoked nor
-// expired: CreateKey refuses one past MaxActiveKeys.
+// expired: db.CreateKey refuses one past MaxActiveKeys.
 func (s *Store) ActiveAccountKeys(ctx context.Context, accountID string) (int, error) {
 	var active int
 	err := s.r.QueryRowContext(noCancel(ctx), activeAccountKeysSQL, accountID, millis(s.Now())).Scan(&active)

@@ -17,7 +17,7 @@ func TestMailboxKeyReplacement(t *testing.T) {
 	in := setup(t, s)
 	key := func(replace bool) string {
 		tok := db.GenerateMailboxToken(in.UUID)
-		qt.Assert(t, s.CreateKey(ctx, db.NewKey{AccountID: "a", Token: tok, InboxAddress: in.Address, Replace: replace}), qt.IsNil)
+		qt.Assert(t, db.CreateKey(ctx, s, db.NewKey{AccountID: "a", Token: tok, InboxAddress: in.Address, Replace: replace}), qt.IsNil)
 		return tok
 	}
 	works := func(tok string) bool {
@@ -38,8 +38,8 @@ func TestAccountKeyLimit(t *testing.T) {
 	s := openStore(t)
 	setup(t, s)
 	for range db.MaxActiveKeys {
-		qt.Assert(t, s.CreateKey(ctx, db.NewKey{AccountID: "a", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:read"}}), qt.IsNil)
+		qt.Assert(t, db.CreateKey(ctx, s, db.NewKey{AccountID: "a", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:read"}}), qt.IsNil)
 	}
-	err := s.CreateKey(ctx, db.NewKey{AccountID: "a", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:read"}})
+	err := db.CreateKey(ctx, s, db.NewKey{AccountID: "a", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:read"}})
 	qt.Assert(t, db.IsCode(err, db.ECodeKeyLimit), qt.IsTrue, qt.Commentf("%v", err))
 }

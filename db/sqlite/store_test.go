@@ -24,7 +24,7 @@ func openStore(t *testing.T) *sqlite.Store {
 func setup(t *testing.T, s *sqlite.Store) *db.Inbox {
 	t.Helper()
 	ctx := context.Background()
-	qt.Assert(t, s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	qt.Assert(t, db.EnsureAccount(ctx, s, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	qt.Assert(t, err, qt.IsNil)
 	return in

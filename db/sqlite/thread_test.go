@@ -18,7 +18,7 @@ func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	s := tempStore(t)
-	c.Assert(s.EnsureAccount(ctx, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, s, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, s, db.NewInbox{AccountID: "a", Address: "me@x.test", DefaultDomain: "x.test"})
 	c.Assert(err, qt.IsNil)
 

@@ -16,91 +16,88 @@ func enqueueTriage(ctx context.Context, tx *sql.Tx, rowID int64, at time.Time) e
 	return err
 }
 
-// ClaimTriage returns up to limit queued messages that are due at now and not
-// quarantined, leaving out the rows in skip (the ones being analyzed). Starting an
-// analysis spends a triage unit of the message's account, once per message; when the
-// allowance is spent the message is not analyzed and its triage becomes absent (API-NOTES
-// section 8), and it is not returned.
-func (s *Store) ClaimTriage(ctx context.Context, now time.Time, limit int, skip []int64) ([]db.TriageJob, error) {
-	ctx = noCancel(ctx)
-	var jobs []claimedTriage
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		jobs = jobs[:0]
-		q := `SELECT q.message_id, q.attempts, q.charged_period IS NOT NULL, i.account_id, m.message_id, m.from_addr, m.to_addrs,
-			m.cc_addrs, m.subject, m.ts, m.body
-			FROM triage_queue q JOIN messages m ON m.id = q.message_id JOIN inboxes i ON i.id = m.inbox_id
-			WHERE q.next_at <= ? AND m.quarantined = 0`
-		args := []any{millis(now)}
-		if len(skip) > 0 {
-			q += " AND q.message_id NOT IN (" + placeholders(len(skip)) + ")"
-			for _, id := range skip {
-				args = append(args, id)
-			}
+// DueTriage, MarkTriageCharged and SkipTriage are what db.ClaimTriage reads and writes.
+
+func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTriage, error) {
+	q := `SELECT q.message_id, q.attempts, q.charged_period IS NOT NULL, i.account_id, m.message_id, m.from_addr, m.to_addrs,
+		m.cc_addrs, m.subject, m.ts
+		FROM triage_queue q JOIN messages m ON m.id = q.message_id JOIN inboxes i ON i.id = m.inbox_id
+		WHERE q.next_at <= ? AND m.quarantined = 0`
+	args := []any{millis(now)}
+	if len(skip) > 0 {
+		q += " AND q.message_id NOT IN (" + placeholders(len(skip)) + ")"
+		for _, id := range skip {
+			args = append(args, id)
 		}
-		q += " ORDER BY q.next_at, q.message_id LIMIT " + strconv.Itoa(limit)
-		rows, err := tx.QueryContext(ctx, q, args...)
+	}
+	q += " ORDER BY q.next_at, q.message_id LIMIT " + strconv.Itoa(limit)
+	rows, err := u.tx.QueryContext(u.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []db.QueuedTriage
+	for rows.Next() {
+		var d db.QueuedTriage
+		j := &d.Job
+		var to, cc string
+		var ts int64
+		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts); err != nil {
+			return nil, err
+		}
+		j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (u *unit) MarkTriageCharged(messageRow int64, period string) error {
+	_, err := u.tx.ExecContext(u.ctx, "UPDATE triage_queue SET charged_period = ? WHERE message_id = ?", period, messageRow)
+	return err
+}
+
+func (u *unit) SkipTriage(messageRow int64) error { return skipTriage(u.ctx, u.tx, messageRow) }
+
+// TriageTexts fills the Text of claimed jobs from their packed bodies, read and unpacked
+// off the writer; a message deleted since its claim is left out.
+func (s *Store) TriageTexts(ctx context.Context, jobs []db.TriageJob) ([]db.TriageJob, error) {
+	ctx = noCancel(ctx)
+	bodies := map[int64][]byte{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		args := make([]any, len(jobs))
+		for i, j := range jobs {
+			args[i] = j.MessageRow
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT id, body FROM messages WHERE id IN ("+placeholders(len(jobs))+")", args...)
 		if err != nil {
 			return err
 		}
-		var found []claimedTriage
-		var charged []bool
+		defer rows.Close()
 		for rows.Next() {
-			var j claimedTriage
-			var to, cc string
-			var ts int64
-			var c bool
-			if err := rows.Scan(&j.MessageRow, &j.Attempts, &c, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &j.body); err != nil {
-				rows.Close()
+			var row int64
+			var body []byte
+			if err := rows.Scan(&row, &body); err != nil {
 				return err
 			}
-			j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
-			found = append(found, j)
-			charged = append(charged, c)
+			bodies[row] = body
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i, j := range found {
-			if charged[i] {
-				jobs = append(jobs, j)
-				continue
-			}
-			err := chargeUnit(ctx, tx, j.AccountID, db.FeatureTriage, now)
-			if db.IsCode(err, db.ECodeBillingLimit) {
-				if err := skipTriage(ctx, tx, j.MessageRow); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, "UPDATE triage_queue SET charged_period = ? WHERE message_id = ?", db.BillingPeriod(now), j.MessageRow); err != nil {
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]db.TriageJob, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.TriageJob
-		if out[i].Text, err = bodyTextPrefix(j.body, db.TriageTextChars+1); err != nil {
+	out := make([]db.TriageJob, 0, len(jobs))
+	for _, j := range jobs {
+		body, ok := bodies[j.MessageRow]
+		if !ok {
+			continue
+		}
+		if j.Text, err = bodyTextPrefix(body, db.TriageTextChars+1); err != nil {
 			return nil, err
 		}
+		out = append(out, j)
 	}
 	return out, nil
-}
-
-// claimedTriage is a claimed job and its packed body, unpacked into Text after the claim
-// commits, off the writer.
-type claimedTriage struct {
-	db.TriageJob
-	body []byte
 }
 
 // skipTriage drops a message from the queue with no triage at all.

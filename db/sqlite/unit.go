@@ -21,6 +21,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
 	if u.inboxesChanged {
 		s.inboxes.invalidate()
 	}
+	if u.keysChanged {
+		s.auth.invalidate()
+	}
 	return err
 }
 
@@ -46,6 +49,7 @@ type unit struct {
 	now time.Time
 
 	inboxesChanged bool // the store's inbox cache is cleared once the unit is done
+	keysChanged    bool // and its auth cache (keys.go)
 }
 
 func (u *unit) Now() time.Time { return u.now }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -28,20 +27,6 @@ func usedUnits(ctx context.Context, tx *sql.Tx, accountID, feature, period strin
 		return 0, nil
 	}
 	return used, err
-}
-
-// chargeUnit is db.Charge inside a write transaction of the store's own.
-func chargeUnit(ctx context.Context, tx *sql.Tx, accountID, feature string, now time.Time) error {
-	return db.Charge(&unit{ctx: ctx, tx: tx, now: now}, accountID, feature, now)
-}
-
-// chargeInboxUnit is chargeUnit for the account that owns the inbox with row id inboxID.
-func chargeInboxUnit(ctx context.Context, tx *sql.Tx, inboxID int64, feature string, now time.Time) error {
-	var accountID string
-	if err := tx.QueryRowContext(ctx, "SELECT account_id FROM inboxes WHERE id = ?", inboxID).Scan(&accountID); err != nil {
-		return err
-	}
-	return chargeUnit(ctx, tx, accountID, feature, now)
 }
 
 func accountPlan(ctx context.Context, tx *sql.Tx, accountID string) (string, error) {

@@ -139,7 +139,7 @@ func (w *Worker) Run(ctx context.Context) {
 		mu.Unlock()
 		full := false
 		if room > 0 && w.due(ctx) {
-			claimed, err := w.Store.ClaimTriage(ctx, w.Now(), room, skip)
+			claimed, err := db.ClaimTriage(ctx, w.Store, w.Now(), room, skip)
 			if err != nil && ctx.Err() == nil {
 				w.Log.Error("triage: claim", "err", err)
 			}

@@ -76,7 +76,7 @@ func newEnv(c *qt.C, plan string) *env {
 	store, err := sqlite.Open(ctx, path, sqlite.Options{Now: clk.Now})
 	c.Assert(err, qt.IsNil)
 	c.Cleanup(func() { store.Close() })
-	c.Assert(store.EnsureAccount(ctx, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
+	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	return &env{c: c, store: store, path: path, clock: clk, inbox: in.ID}

@@ -357,12 +357,12 @@ func generate(ctx context.Context, path string, sc scale, seed uint64, logf func
 		return nil, err
 	}
 	defer store.Close()
-	if err := store.EnsureAccount(ctx, db.Account{ID: "bench", Plan: db.PlanExempt}, nil); err != nil {
+	if err := db.EnsureAccount(ctx, store, db.Account{ID: "bench", Plan: db.PlanExempt}, nil); err != nil {
 		return nil, err
 	}
 	ds := &dataset{key: db.GenerateAccountToken()}
 	exp := time.Now().AddDate(0, 0, 30)
-	if err := store.CreateKey(ctx, db.NewKey{AccountID: "bench", Token: ds.key, Scopes: db.AllScopes(), ExpiresAt: &exp}); err != nil {
+	if err := db.CreateKey(ctx, store, db.NewKey{AccountID: "bench", Token: ds.key, Scopes: db.AllScopes(), ExpiresAt: &exp}); err != nil {
 		return nil, err
 	}
 	newInbox := func(addr string) (int64, error) {

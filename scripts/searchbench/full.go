@@ -39,7 +39,7 @@ func runGen(ctx context.Context, n int, dbPath string) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.EnsureAccount(ctx, db.Account{ID: "bench", Plan: db.PlanExempt}, nil); err != nil {
+	if err := db.EnsureAccount(ctx, store, db.Account{ID: "bench", Plan: db.PlanExempt}, nil); err != nil {
 		return err
 	}
 	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "bench", Address: benchInbox, DefaultDomain: "inboxd.test"})
@@ -114,7 +114,7 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 	defer srv.Close()
 	token := db.GenerateAccountToken()
 	exp := time.Now().Add(time.Hour)
-	if err := store.CreateKey(ctx, db.NewKey{AccountID: "bench", Token: token, Scopes: db.AllScopes(), ExpiresAt: &exp}); err != nil {
+	if err := db.CreateKey(ctx, store, db.NewKey{AccountID: "bench", Token: token, Scopes: db.AllScopes(), ExpiresAt: &exp}); err != nil {
 		return err
 	}
 	base := "http://" + ln.Addr().String() + "/v1/inboxes/" + url.PathEscape(benchInbox) + "/messages/search?"
