@@ -2,9 +2,15 @@ package db
 
 import (
 	"strconv"
+	"time"
 )
 
-// IndexChange is one row of the index queue. Message is 0 when the whole inbox was
+// ReaderRetention is how long the change log waits for a reader that stopped advancing
+// before it drops that reader's changes: a search index kept across a restart, an upgrade
+// or a short outage catches up from the log, one gone longer is rebuilt.
+const ReaderRetention = 7 * 24 * time.Hour
+
+// IndexChange is one change of the change log. Message is 0 when the whole inbox was
 // deleted; TS is the message's timestamp, part of its key in the index.
 type IndexChange struct {
 	Seq, Message, Inbox, TS int64

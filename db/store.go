@@ -186,22 +186,30 @@ type Quarantine interface {
 	SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error
 }
 
-// ChangeLog is what the search index is fed from: the changes to searchable mail in
-// commit order, and the searchable messages themselves.
+// ChangeLog is what search indexes are fed from: the changes to searchable mail in commit
+// order, and the searchable messages themselves. Several readers (an index per process)
+// follow the log independently, each with a cursor of its own (AdvanceReader). The log
+// keeps every change after the lowest cursor of the readers seen within ReaderRetention;
+// a reader away longer stops holding it back, and finds on its return that the changes it
+// needs are gone (its cursor below IndexQueueBounds' first): it rebuilds.
 type ChangeLog interface {
-	// SearchStoreID identifies this store to its search index.
+	// SearchStoreID identifies this store to its search indexes.
 	SearchStoreID(ctx context.Context) (string, error)
-	// IndexQueueBounds returns the newest sequence number ever committed (0 when none) and
-	// the oldest still kept (last+1 when none is).
+	// IndexQueueBounds returns the newest sequence number ever committed to the log (0
+	// when none) and the oldest still kept (last+1 when none is).
 	IndexQueueBounds(ctx context.Context) (last, first int64, err error)
-	// IndexQueueLast returns the newest sequence number ever committed.
+	// IndexQueueLast returns the newest sequence number ever committed to the log.
 	IndexQueueLast(ctx context.Context) (int64, error)
 	// IndexChanges returns up to limit changes after seq, in order.
 	IndexChanges(ctx context.Context, after int64, limit int) ([]IndexChange, error)
 	// IndexInboxChanges returns up to limit changes after seq of one inbox, in order.
 	IndexInboxChanges(ctx context.Context, inbox, after int64, limit int) ([]IndexChange, error)
-	// TrimIndexQueue drops the changes up to seq, which the index has on disk.
-	TrimIndexQueue(ctx context.Context, through int64) error
+	// AdvanceReader records that reader has applied, durably, every change through seq
+	// (its cursor; a reader not seen before starts following the log there), then drops
+	// the changes every reader seen within ReaderRetention has passed. A reader records
+	// its cursor well within ReaderRetention, moved or not, to be seen.
+	// Errors: invalid_argument (no reader id).
+	AdvanceReader(ctx context.Context, reader string, through int64) error
 	// IndexDocs returns the searchable messages among ids.
 	IndexDocs(ctx context.Context, ids []int64) ([]IndexDoc, error)
 	// ScanIndexDocs returns up to limit searchable messages with a row id above after, in

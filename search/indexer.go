@@ -37,8 +37,10 @@ type Source interface {
 	Scan(ctx context.Context, after int64, limit int) ([]Doc, error)
 	// Count returns the number of searchable messages.
 	Count(ctx context.Context) (int64, error)
-	// Trim deletes queued changes up to seq: the index has them on disk.
-	Trim(ctx context.Context, through int64) error
+	// Trim records the cursor of reader (this index) in the store's change log: it has
+	// every change up to seq on disk. The store keeps what any of its readers still needs
+	// and drops the rest.
+	Trim(ctx context.Context, reader string, through int64) error
 }
 
 // Options tunes an Indexer; zero values take the defaults.
@@ -91,7 +93,9 @@ type Indexer struct {
 
 	applied   atomic.Int64 // last queue seq the index has (in memory)
 	persisted atomic.Int64 // last queue seq the index has on disk
+	reader    string       // this index's id in the store's change log (reader.go)
 	trimmed   int64        // last seq trimmed from the queue (loop goroutine only)
+	trimmedAt time.Time    // when the cursor was last recorded (loop goroutine only)
 	seen      int64        // last seq a step has read (loop goroutine only)
 
 	degraded atomic.Bool   // the last attempt to open, rebuild or update the index failed
@@ -159,6 +163,11 @@ func (x *Indexer) open(ctx context.Context) (string, error) {
 		return "", err
 	}
 	x.store = store
+	if x.reader == "" {
+		if x.reader, err = readerID(x.path); err != nil {
+			return "", err
+		}
+	}
 	ix, meta, err := Open(x.path)
 	if errors.Is(err, ErrCorrupt) {
 		if !x.retrying() { // a retry is logged by failed, at its bounded rate
@@ -170,6 +179,13 @@ func (x *Indexer) open(ctx context.Context) (string, error) {
 		ix, meta, err = Open(x.path)
 	}
 	if err != nil {
+		return "", err
+	}
+	// The cursor is recorded before the check reads the log's bounds, so that no change
+	// the index still needs is dropped after the check found it kept.
+	err = x.src.Trim(ctx, x.reader, meta.Seq)
+	if err != nil {
+		ix.Close()
 		return "", err
 	}
 	rebuild, first, err := x.check(ctx, &meta)
@@ -351,21 +367,26 @@ func (x *Indexer) flush() {
 	x.trim(ctx)
 }
 
-// trim deletes from the queue what the index has on disk. It is tried at every tick; a
-// store that refuses it (a full disk) is logged when it starts refusing, not every tick.
+// readerHeartbeat is how often an index with nothing new to apply still records its
+// cursor, so that the store does not take it for gone (db.ReaderRetention).
+const readerHeartbeat = time.Hour
+
+// trim records what the index has on disk as its cursor in the change log, which drops
+// what every reader has passed. It is tried at every tick; a store that refuses it (a full
+// disk) is logged when it starts refusing, not every tick.
 func (x *Indexer) trim(ctx context.Context) {
 	p := x.persisted.Load()
-	if p <= x.trimmed {
+	if p <= x.trimmed && time.Since(x.trimmedAt) < readerHeartbeat {
 		return
 	}
-	if err := x.src.Trim(ctx, p); err != nil {
+	if err := x.src.Trim(ctx, x.reader, p); err != nil {
 		if !x.trimFail {
 			x.log.Warn("search index queue trim failed; retrying", "err", err)
 		}
 		x.trimFail = true
 		return
 	}
-	x.trimmed, x.trimFail = p, false
+	x.trimmed, x.trimmedAt, x.trimFail = p, time.Now(), false
 }
 
 func (x *Indexer) notify() {

@@ -25,12 +25,14 @@ const RebuildBatch = 2000
 // It fails if another process (a running server) has the index open, and as soon as a
 // part of the new index cannot be written (a full disk) rather than wait for room.
 func Rebuild(ctx context.Context, path string, src Source, progress func(done, total int64)) (int64, error) {
+	oldSeq := int64(math.MaxInt64) // where the index being replaced stands, if any
 	if _, err := os.Stat(path); err == nil {
-		ix, _, err := Open(path)
+		ix, meta, err := Open(path)
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			return 0, err // in use by a server, most likely
 		}
 		if ix != nil {
+			oldSeq = meta.Seq
 			ix.Close()
 		}
 	}
@@ -42,6 +44,15 @@ func Rebuild(ctx context.Context, path string, src Source, progress func(done, t
 	// replaying one the scan already saw is harmless.
 	seq, err := src.LastSeq(ctx)
 	if err != nil {
+		return 0, err
+	}
+	// The rebuilt index follows the log from seq, so the store must keep what comes after
+	// it from now on; the old index, kept if the rebuild fails, may need more.
+	reader, err := readerID(path)
+	if err != nil {
+		return 0, err
+	}
+	if err := src.Trim(ctx, reader, min(oldSeq, seq)); err != nil {
 		return 0, err
 	}
 	total, err := src.Count(ctx)

@@ -16,9 +16,10 @@ type scanSource struct {
 	docs   []Doc
 }
 
-func (s scanSource) StoreID(context.Context) (string, error) { return "store", nil }
-func (s scanSource) LastSeq(context.Context) (int64, error)  { return 0, nil }
-func (s scanSource) Count(context.Context) (int64, error)    { return int64(len(s.docs)), nil }
+func (s scanSource) StoreID(context.Context) (string, error)   { return "store", nil }
+func (s scanSource) LastSeq(context.Context) (int64, error)    { return 0, nil }
+func (s scanSource) Count(context.Context) (int64, error)      { return int64(len(s.docs)), nil }
+func (s scanSource) Trim(context.Context, string, int64) error { return nil }
 func (s scanSource) Scan(_ context.Context, after int64, limit int) ([]Doc, error) {
 	var out []Doc
 	for _, d := range s.docs {

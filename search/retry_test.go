@@ -146,7 +146,7 @@ func (s *memSource) Count(context.Context) (int64, error) {
 	return int64(len(s.docs)), s.enter("Count")
 }
 
-func (s *memSource) Trim(_ context.Context, through int64) error {
+func (s *memSource) Trim(_ context.Context, _ string, through int64) error {
 	defer s.mu.Unlock()
 	if err := s.enter("Trim"); err != nil {
 		return err

@@ -108,8 +108,8 @@ func (src searchSource) Scan(ctx context.Context, after int64, limit int) ([]sea
 
 func (src searchSource) Count(ctx context.Context) (int64, error) { return src.s.CountIndexDocs(ctx) }
 
-func (src searchSource) Trim(ctx context.Context, through int64) error {
-	return src.s.TrimIndexQueue(ctx, through)
+func (src searchSource) Trim(ctx context.Context, reader string, through int64) error {
+	return src.s.AdvanceReader(ctx, reader, through)
 }
 
 func searchDocs(docs []db.IndexDoc) []search.Doc {

@@ -12,10 +12,11 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// The durable index queue of full-text search (migration 0002). Every write that changes
-// what a search can return calls enqueueIndex in its own transaction; the indexer reads
-// the queue in order, loads what it needs with IndexDocs, and trims the queue once the
-// index has the changes on disk.
+// The change log of full-text search (index_queue, migration 0002). Every write that
+// changes what a search can return calls enqueueIndex in its own transaction; each search
+// index reads the log in order, loads what it needs with IndexDocs, and records its cursor
+// once it has the changes on disk (AdvanceReader, migration 0013); the log drops what
+// every reader has passed.
 
 // enqueueIndex queues the messages matched by where (a condition on messages m) for
 // reindexing. Call it in the transaction that changes them: a new message, a label change
@@ -93,11 +94,26 @@ func (s *Store) indexChanges(ctx context.Context, query string, args ...any) ([]
 	return out, storageError(rows.Err())
 }
 
-// TrimIndexQueue deletes the queue rows up to seq, which the index has on disk.
-func (s *Store) TrimIndexQueue(ctx context.Context, through int64) error {
+// AdvanceReader records reader's cursor and when it was seen, forgets the readers not
+// seen within db.ReaderRetention, and drops the changes every remaining reader has
+// passed.
+//
+// Errors: invalid_argument (no reader id).
+func (s *Store) AdvanceReader(ctx context.Context, reader string, through int64) error {
+	if reader == "" {
+		return db.Errorf(db.ECodeInvalidArgument, "reader: a change log reader needs an id")
+	}
 	ctx = noCancel(ctx)
+	now := s.Now()
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, "DELETE FROM index_queue WHERE seq <= ?", through)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO change_readers(reader, seq, seen_at) VALUES (?, ?, ?)
+			ON CONFLICT(reader) DO UPDATE SET seq = excluded.seq, seen_at = excluded.seen_at`, reader, through, millis(now)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM change_readers WHERE seen_at < ?", millis(now.Add(-db.ReaderRetention))); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM index_queue WHERE seq <= (SELECT MIN(seq) FROM change_readers)")
 		return err
 	})
 }

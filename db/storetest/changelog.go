@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"time"
+
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
@@ -12,6 +14,11 @@ func (e *env) changes(after int64) []db.IndexChange {
 	out, err := e.st.IndexChanges(e.ctx, after, 1000)
 	e.Assert(err, qt.IsNil)
 	return out
+}
+
+func (e *env) advanceReader(reader string, through int64) {
+	e.Helper()
+	e.Assert(e.st.AdvanceReader(e.ctx, reader, through), qt.IsNil)
 }
 
 func (e *env) bounds() (last, first int64) {
@@ -54,14 +61,55 @@ var changeLogTests = []test{
 		e.Assert(drop[0].Message, qt.Equals, int64(0)) // the whole inbox goes
 		e.Assert(drop[0].Inbox, qt.Equals, other.ID)
 	}},
-	{"trimmed changes are gone, the sequence goes on", func(e *env) {
-		e.receive(e.mail(e.inbox, "<c1@far.test>"), e.mail(e.inbox, "<c2@far.test>"))
-		got := e.changes(0)
-		e.Assert(e.st.TrimIndexQueue(e.ctx, got[0].Seq), qt.IsNil)
+	{"two readers follow the log independently", func(e *env) {
+		e.receive(e.mail(e.inbox, "<c1@far.test>"), e.mail(e.inbox, "<c2@far.test>"), e.mail(e.inbox, "<c3@far.test>"))
+		log := e.changes(0)
+		// A reader holds the log from when it first records its cursor.
+		e.advanceReader("slow", log[0].Seq)
+		e.advanceReader("fast", log[2].Seq)
+		// Each reads on from its own cursor; the slower one still finds what it needs.
+		e.Assert(e.changes(log[2].Seq), qt.HasLen, 0)
+		e.Assert(e.changes(log[0].Seq), qt.DeepEquals, log[1:])
+		e.receive(e.mail(e.inbox, "<c4@far.test>"))
+		e.Assert(e.changes(log[2].Seq), qt.HasLen, 1)
+		e.Assert(e.changes(log[0].Seq), qt.HasLen, 3)
+	}},
+	{"the log is trimmed only behind the slowest reader", func(e *env) {
+		e.receive(e.mail(e.inbox, "<c1@far.test>"), e.mail(e.inbox, "<c2@far.test>"), e.mail(e.inbox, "<c3@far.test>"))
+		log := e.changes(0)
+		// A reader holds the log from when it first records its cursor.
+		e.advanceReader("slow", log[0].Seq)
+		e.advanceReader("fast", log[2].Seq)
 		last, first := e.bounds()
-		e.Assert(last, qt.Equals, got[1].Seq)
-		e.Assert(first, qt.Equals, got[1].Seq)
-		e.Assert(e.changes(0), qt.DeepEquals, got[1:])
+		e.Assert(last, qt.Equals, log[2].Seq)
+		e.Assert(first, qt.Equals, log[1].Seq)
+		e.advanceReader("slow", log[1].Seq)
+		_, first = e.bounds()
+		e.Assert(first, qt.Equals, log[2].Seq)
+		e.advanceReader("slow", log[2].Seq)
+		last, first = e.bounds()
+		e.Assert(first, qt.Equals, last+1) // every reader has it all: the sequence goes on
+		e.receive(e.mail(e.inbox, "<c4@far.test>"))
+		e.Assert(e.changes(0)[0].Seq, qt.Equals, last+1)
+	}},
+	{"a reader away past the retention stops holding the log back", func(e *env) {
+		e.receive(e.mail(e.inbox, "<c1@far.test>"), e.mail(e.inbox, "<c2@far.test>"))
+		log := e.changes(0)
+		e.advanceReader("away", log[0].Seq)
+		e.advanceReader("here", log[0].Seq)
+		e.advance(db.ReaderRetention - time.Minute)
+		e.advanceReader("here", log[1].Seq)
+		_, first := e.bounds()
+		e.Assert(first, qt.Equals, log[1].Seq) // still within the retention: kept for it
+		e.advance(2 * time.Minute)
+		e.advanceReader("here", log[1].Seq)
+		last, first := e.bounds()
+		e.Assert(first, qt.Equals, last+1)
+		// Back, the reader finds the changes after its cursor gone: it must rebuild.
+		e.Assert(first-1 > log[0].Seq, qt.IsTrue)
+	}},
+	{"a reader needs an id", func(e *env) {
+		e.isCode(e.st.AdvanceReader(e.ctx, "", 1), db.ECodeInvalidArgument)
 	}},
 	{"the searchable messages are what the index holds", func(e *env) {
 		m := e.mail(e.inbox, "<d1@far.test>")
