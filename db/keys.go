@@ -190,3 +190,38 @@ func checkKeyLimit(tx Tx, accountID string) error {
 	}
 	return err
 }
+
+// UnknownKey answers a token that is no key: missing, malformed and unknown alike, so
+// that the answer tells nothing of which.
+func UnknownKey() error { return Errorf(ECodeUnauthorized, "missing or invalid API key") }
+
+// CheckTokenShape refuses a token that cannot be a key, before a store looks it up.
+func CheckTokenShape(token string) error {
+	if !strings.HasPrefix(token, AccountKeyPrefix) && !strings.HasPrefix(token, MailboxKeyPrefix) {
+		return UnknownKey()
+	}
+	return nil
+}
+
+// StoredKey is what a store holds of a key: whom it names, and what decides whether it
+// may act now.
+type StoredKey struct {
+	Principal Principal
+	ExpiresAt *time.Time
+	Revoked   bool
+	Disabled  bool // its account is
+}
+
+// Resolve decides what a key may do at now (Keys.Authenticate).
+//
+// Errors: unauthorized (expired or revoked), access_denied (the account is disabled).
+func (k StoredKey) Resolve(now time.Time) (*Principal, error) {
+	if k.Revoked || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
+		return nil, Errorf(ECodeUnauthorized, "API key expired or revoked")
+	}
+	if k.Disabled {
+		return nil, Errorf(ECodeAccessDenied, "account is disabled")
+	}
+	p := k.Principal
+	return &p, nil
+}

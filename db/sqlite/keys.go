@@ -97,51 +97,62 @@ const activeAccountKeysSQL = `SELECT COUNT(*) FROM keys WHERE account_id = ? AND
 // access_denied (the account is disabled).
 func (s *Store) Authenticate(ctx context.Context, token string) (*db.Principal, error) {
 	ctx = noCancel(ctx)
-	if !strings.HasPrefix(token, db.AccountKeyPrefix) && !strings.HasPrefix(token, db.MailboxKeyPrefix) {
-		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+	if err := db.CheckTokenShape(token); err != nil {
+		return nil, err
 	}
 	want := hashToken(token)
 	if p, ok := s.auth.get(want, millis(s.Now())); ok {
 		return p, nil
 	}
 	gen := s.auth.generation()
+	k, expires, err := s.storedKey(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	p, err := k.Resolve(s.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.auth.put(want, gen, p, expires)
+	return p, nil
+}
+
+// storedKey loads the key with hash want, and its expiry as stored (for the auth cache).
+func (s *Store) storedKey(ctx context.Context, want []byte) (db.StoredKey, sql.NullInt64, error) {
 	var (
-		p        db.Principal
-		stored   []byte
-		kind     string
-		scopes   string
-		inboxID  sql.NullInt64
-		expires  sql.NullInt64
-		revoked  sql.NullInt64
-		disabled bool
+		k       db.StoredKey
+		stored  []byte
+		kind    string
+		scopes  string
+		inboxID sql.NullInt64
+		expires sql.NullInt64
+		revoked sql.NullInt64
 	)
 	err := s.r.QueryRowContext(ctx, `SELECT k.hash, k.account_id, k.kind, k.scopes, k.inbox_id, k.expires_at, k.revoked_at, a.disabled
 		FROM keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, want).
-		Scan(&stored, &p.AccountID, &kind, &scopes, &inboxID, &expires, &revoked, &disabled)
+		Scan(&stored, &k.Principal.AccountID, &kind, &scopes, &inboxID, &expires, &revoked, &k.Disabled)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+		return k, expires, db.UnknownKey()
 	}
 	if err != nil {
-		return nil, storageError(err)
+		return k, expires, storageError(err)
 	}
 	// The row was found through an index on the hash; the compare is constant-time anyway
 	// so that no code path compares key material byte by byte.
 	if subtle.ConstantTimeCompare(stored, want) != 1 {
-		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key")
+		return k, expires, db.UnknownKey()
 	}
-	if revoked.Valid || (expires.Valid && expires.Int64 <= millis(s.Now())) {
-		return nil, db.Errorf(db.ECodeUnauthorized, "API key expired or revoked")
+	if expires.Valid {
+		at := time.UnixMilli(expires.Int64)
+		k.ExpiresAt = &at
 	}
-	if disabled {
-		return nil, db.Errorf(db.ECodeAccessDenied, "account is disabled")
-	}
-	p.Mailbox = kind == "mailbox"
-	p.InboxID = inboxID.Int64
+	k.Revoked = revoked.Valid
+	k.Principal.Mailbox = kind == "mailbox"
+	k.Principal.InboxID = inboxID.Int64
 	if scopes != "" {
-		p.Scopes = strings.Fields(scopes)
+		k.Principal.Scopes = strings.Fields(scopes)
 	}
-	s.auth.put(want, gen, &p, expires)
-	return &p, nil
+	return k, expires, nil
 }
 
 // authCacheTTL bounds how long a resolved key is trusted without asking the database.

@@ -211,16 +211,16 @@ func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, w
 		if err != nil {
 			return err
 		}
-		if t.MessageCount > db.MaxThreadMessages {
-			return db.Errorf(db.ECodeThreadTooLarge, "thread has %d messages, more than %d; page through listMessages instead", t.MessageCount, db.MaxThreadMessages)
+		if err := db.CheckThreadMessages(t.MessageCount); err != nil {
+			return err
 		}
 		if withBodies {
 			var size int64
 			if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(body_size), 0) FROM messages WHERE thread_id = ?", t.ID).Scan(&size); err != nil {
 				return err
 			}
-			if size > db.MaxThreadBodyBytes {
-				return db.Errorf(db.ECodeThreadTooLarge, "thread bodies total %d bytes, more than %d; fetch messages one by one", size, db.MaxThreadBodyBytes)
+			if err := db.CheckThreadBodies(size); err != nil {
+				return err
 			}
 		}
 		if err := fillThreads(ctx, tx, []*threadRow{t}); err != nil {

@@ -21,231 +21,235 @@ func (e *env) works(token string) bool {
 	return err == nil
 }
 
-var keyTests = []test{
-	{"an account key resolves to its account and scopes", func(e *env) {
-		tok := e.accountKey("acme", db.ScopeInboxesRead, db.ScopeMessagesSend)
-		p, err := e.st.Authenticate(e.ctx, tok)
-		e.Assert(err, qt.IsNil)
-		e.Assert(p, qt.DeepEquals, &db.Principal{AccountID: "acme", Scopes: []string{db.ScopeInboxesRead, db.ScopeMessagesSend}})
-		owner, err := e.st.KeyOwner(e.ctx, tok)
-		e.Assert(err, qt.IsNil)
-		e.Assert(owner, qt.Equals, "acme")
-		owner, err = e.st.KeyOwner(e.ctx, db.GenerateAccountToken())
-		e.Assert(err, qt.IsNil)
-		e.Assert(owner, qt.Equals, "")
-	}},
-	{"storing a key twice changes nothing", func(e *env) {
-		tok := e.accountKey("acme", db.ScopeInboxesRead)
-		e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, Scopes: []string{db.ScopeInboxesRead}}), qt.IsNil)
-		n, err := e.st.ActiveAccountKeys(e.ctx, "acme")
-		e.Assert(err, qt.IsNil)
-		e.Assert(n, qt.Equals, 1)
-	}},
-	{"a key of another account is refused", func(e *env) {
-		e.account("bee", "free")
-		tok := e.accountKey("acme", db.ScopeInboxesRead)
-		err := db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "bee", Token: tok, Scopes: []string{db.ScopeInboxesRead}})
-		e.isCode(err, db.ECodeInvalidArgument)
-	}},
-	{"a key of the wrong shape is refused", func(e *env) {
-		for _, k := range []db.NewKey{
-			{AccountID: "acme", Token: "xyz_0123456789abcdef", Scopes: db.AllScopes()},
-			{AccountID: "acme", Token: "bze_short", Scopes: db.AllScopes()},
-			{AccountID: "acme", Token: db.GenerateAccountToken()},
-			{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:everything"}},
-			{AccountID: "acme", Token: db.GenerateMailboxToken(e.inbox.UUID)},
-		} {
-			e.isCode(db.CreateKey(e.ctx, e.st, k), db.ECodeInvalidArgument)
-		}
-	}},
-	{"a key of an unknown account or inbox is not found", func(e *env) {
-		e.isCode(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "nobody", Token: db.GenerateAccountToken(), Scopes: db.AllScopes()}), db.ECodeNotFound)
-		e.isCode(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken("u"), InboxAddress: "nobody@x.test"}), db.ECodeNotFound)
-	}},
-	{"the account key limit counts active keys only", func(e *env) {
-		past := start.Add(-time.Hour)
-		e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
-		for range db.MaxActiveKeys {
-			e.accountKey("acme", db.ScopeInboxesRead)
-		}
-		n, err := e.st.ActiveAccountKeys(e.ctx, "acme")
-		e.Assert(err, qt.IsNil)
-		e.Assert(n, qt.Equals, db.MaxActiveKeys)
-		err = db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: db.AllScopes()})
-		e.isCode(err, db.ECodeKeyLimit)
-		// Mailbox keys do not count.
-		e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken(e.inbox.UUID), InboxAddress: e.inbox.Address}), qt.IsNil)
-	}},
-	{"a mailbox key resolves to its inbox, and a replacing one revokes the others", func(e *env) {
-		key := func(replace bool) string {
-			tok := db.GenerateMailboxToken(e.inbox.UUID)
-			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, InboxAddress: "ME@x.test", Replace: replace}), qt.IsNil)
-			return tok
-		}
-		first, second := key(false), key(false)
-		p, err := e.st.Authenticate(e.ctx, first)
-		e.Assert(err, qt.IsNil)
-		e.Assert(p, qt.DeepEquals, &db.Principal{AccountID: "acme", Mailbox: true, InboxID: e.inbox.ID})
-		e.Assert(e.works(second), qt.IsTrue)
-		third := key(true)
-		e.Assert(e.works(third), qt.IsTrue)
-		e.Assert(e.works(first), qt.IsFalse)
-		e.Assert(e.works(second), qt.IsFalse)
-	}},
-	{"a missing, unknown, malformed or expired key is unauthorized", func(e *env) {
-		soon := start.Add(time.Hour)
-		tok := db.GenerateAccountToken()
-		e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, Scopes: db.AllScopes(), ExpiresAt: &soon}), qt.IsNil)
-		e.Assert(e.works(tok), qt.IsTrue)
-		e.advance(time.Hour)
-		for _, bad := range []string{"", "Bearer x", db.GenerateAccountToken(), tok} {
-			_, err := e.st.Authenticate(e.ctx, bad)
-			e.isCode(err, db.ECodeUnauthorized)
-		}
-	}},
-	{"a key of a disabled account is denied", func(e *env) {
-		e.Assert(db.EnsureAccount(e.ctx, e.st, db.Account{ID: "off", Plan: "free", Disabled: true}, nil), qt.IsNil)
-		tok := e.accountKey("off", db.ScopeInboxesRead)
-		_, err := e.st.Authenticate(e.ctx, tok)
-		e.isCode(err, db.ECodeAccessDenied)
-	}},
-	{"a deleted inbox's mailbox keys stop working", func(e *env) {
-		in := e.newInbox("acme", "gone@x.test")
-		tok := db.GenerateMailboxToken(in.UUID)
-		e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, InboxAddress: in.Address}), qt.IsNil)
-		e.Assert(e.works(tok), qt.IsTrue)
-		e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
-		e.Assert(e.works(tok), qt.IsFalse)
-		err := db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken(in.UUID), InboxAddress: in.Address})
-		e.isCode(err, db.ECodeNotFound)
-	}},
+func keyTests() []test {
+	return []test{
+		{"an account key resolves to its account and scopes", func(e *env) {
+			tok := e.accountKey("acme", db.ScopeInboxesRead, db.ScopeMessagesSend)
+			p, err := e.st.Authenticate(e.ctx, tok)
+			e.Assert(err, qt.IsNil)
+			e.Assert(p, qt.DeepEquals, &db.Principal{AccountID: "acme", Scopes: []string{db.ScopeInboxesRead, db.ScopeMessagesSend}})
+			owner, err := e.st.KeyOwner(e.ctx, tok)
+			e.Assert(err, qt.IsNil)
+			e.Assert(owner, qt.Equals, "acme")
+			owner, err = e.st.KeyOwner(e.ctx, db.GenerateAccountToken())
+			e.Assert(err, qt.IsNil)
+			e.Assert(owner, qt.Equals, "")
+		}},
+		{"storing a key twice changes nothing", func(e *env) {
+			tok := e.accountKey("acme", db.ScopeInboxesRead)
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, Scopes: []string{db.ScopeInboxesRead}}), qt.IsNil)
+			n, err := e.st.ActiveAccountKeys(e.ctx, "acme")
+			e.Assert(err, qt.IsNil)
+			e.Assert(n, qt.Equals, 1)
+		}},
+		{"a key of another account is refused", func(e *env) {
+			e.account("bee", "free")
+			tok := e.accountKey("acme", db.ScopeInboxesRead)
+			err := db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "bee", Token: tok, Scopes: []string{db.ScopeInboxesRead}})
+			e.isCode(err, db.ECodeInvalidArgument)
+		}},
+		{"a key of the wrong shape is refused", func(e *env) {
+			for _, k := range []db.NewKey{
+				{AccountID: "acme", Token: "xyz_0123456789abcdef", Scopes: db.AllScopes()},
+				{AccountID: "acme", Token: "bze_short", Scopes: db.AllScopes()},
+				{AccountID: "acme", Token: db.GenerateAccountToken()},
+				{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:everything"}},
+				{AccountID: "acme", Token: db.GenerateMailboxToken(e.inbox.UUID)},
+			} {
+				e.isCode(db.CreateKey(e.ctx, e.st, k), db.ECodeInvalidArgument)
+			}
+		}},
+		{"a key of an unknown account or inbox is not found", func(e *env) {
+			e.isCode(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "nobody", Token: db.GenerateAccountToken(), Scopes: db.AllScopes()}), db.ECodeNotFound)
+			e.isCode(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken("u"), InboxAddress: "nobody@x.test"}), db.ECodeNotFound)
+		}},
+		{"the account key limit counts active keys only", func(e *env) {
+			past := start().Add(-time.Hour)
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: db.AllScopes(), ExpiresAt: &past}), qt.IsNil)
+			for range db.MaxActiveKeys {
+				e.accountKey("acme", db.ScopeInboxesRead)
+			}
+			n, err := e.st.ActiveAccountKeys(e.ctx, "acme")
+			e.Assert(err, qt.IsNil)
+			e.Assert(n, qt.Equals, db.MaxActiveKeys)
+			err = db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: db.AllScopes()})
+			e.isCode(err, db.ECodeKeyLimit)
+			// Mailbox keys do not count.
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken(e.inbox.UUID), InboxAddress: e.inbox.Address}), qt.IsNil)
+		}},
+		{"a mailbox key resolves to its inbox, and a replacing one revokes the others", func(e *env) {
+			key := func(replace bool) string {
+				tok := db.GenerateMailboxToken(e.inbox.UUID)
+				e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, InboxAddress: "ME@x.test", Replace: replace}), qt.IsNil)
+				return tok
+			}
+			first, second := key(false), key(false)
+			p, err := e.st.Authenticate(e.ctx, first)
+			e.Assert(err, qt.IsNil)
+			e.Assert(p, qt.DeepEquals, &db.Principal{AccountID: "acme", Mailbox: true, InboxID: e.inbox.ID})
+			e.Assert(e.works(second), qt.IsTrue)
+			third := key(true)
+			e.Assert(e.works(third), qt.IsTrue)
+			e.Assert(e.works(first), qt.IsFalse)
+			e.Assert(e.works(second), qt.IsFalse)
+		}},
+		{"a missing, unknown, malformed or expired key is unauthorized", func(e *env) {
+			soon := start().Add(time.Hour)
+			tok := db.GenerateAccountToken()
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, Scopes: db.AllScopes(), ExpiresAt: &soon}), qt.IsNil)
+			e.Assert(e.works(tok), qt.IsTrue)
+			e.advance(time.Hour)
+			for _, bad := range []string{"", "Bearer x", db.GenerateAccountToken(), tok} {
+				_, err := e.st.Authenticate(e.ctx, bad)
+				e.isCode(err, db.ECodeUnauthorized)
+			}
+		}},
+		{"a key of a disabled account is denied", func(e *env) {
+			e.Assert(db.EnsureAccount(e.ctx, e.st, db.Account{ID: "off", Plan: "free", Disabled: true}, nil), qt.IsNil)
+			tok := e.accountKey("off", db.ScopeInboxesRead)
+			_, err := e.st.Authenticate(e.ctx, tok)
+			e.isCode(err, db.ECodeAccessDenied)
+		}},
+		{"a deleted inbox's mailbox keys stop working", func(e *env) {
+			in := e.newInbox("acme", "gone@x.test")
+			tok := db.GenerateMailboxToken(in.UUID)
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: tok, InboxAddress: in.Address}), qt.IsNil)
+			e.Assert(e.works(tok), qt.IsTrue)
+			e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
+			e.Assert(e.works(tok), qt.IsFalse)
+			err := db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken(in.UUID), InboxAddress: in.Address})
+			e.isCode(err, db.ECodeNotFound)
+		}},
+	}
 }
 
-var inboxTests = []test{
-	{"an inbox is found by address in any case, by row and for delivery", func(e *env) {
-		got, err := e.st.InboxByAddress(e.ctx, "acme", "ME@X.test")
-		e.Assert(err, qt.IsNil)
-		e.Assert(got.ID, qt.Equals, e.inbox.ID)
-		e.Assert(got.DeliveryStatus, qt.Equals, db.DeliveryReady)
-		got, err = e.st.InboxByRowID(e.ctx, e.inbox.ID)
-		e.Assert(err, qt.IsNil)
-		e.Assert(got.Address, qt.Equals, "me@x.test")
-		got, err = e.st.LocalInbox(e.ctx, "me@x.test")
-		e.Assert(err, qt.IsNil)
-		e.Assert(got.UUID, qt.Equals, e.inbox.UUID)
-	}},
-	{"an unknown inbox, or another account's, is not found", func(e *env) {
-		e.account("bee", "free")
-		_, err := e.st.InboxByAddress(e.ctx, "bee", e.inbox.Address)
-		e.isCode(err, db.ECodeNotFound)
-		_, err = e.st.InboxByAddress(e.ctx, "acme", "nobody@x.test")
-		e.isCode(err, db.ECodeNotFound)
-		_, err = e.st.InboxByRowID(e.ctx, e.inbox.ID+1000)
-		e.isCode(err, db.ECodeNotFound)
-		_, err = e.st.LocalInbox(e.ctx, "nobody@x.test")
-		e.isCode(err, db.ECodeNotFound)
-	}},
-	{"creating an address again answers the same inbox", func(e *env) {
-		again, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "Me@x.test", DefaultDomain: "x.test"})
-		e.Assert(err, qt.IsNil)
-		e.Assert(again.ID, qt.Equals, e.inbox.ID)
-	}},
-	{"another account's address is a conflict", func(e *env) {
-		e.account("bee", "free")
-		_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: e.inbox.Address, DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeInboxConflict)
-	}},
-	{"a retired address is never reused", func(e *env) {
-		in := e.newInbox("acme", "old@x.test")
-		e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
-		_, err := e.st.InboxByAddress(e.ctx, "acme", in.Address)
-		e.isCode(err, db.ECodeInboxRetired)
-		got, err := e.st.InboxByRowID(e.ctx, in.ID)
-		e.Assert(err, qt.IsNil)
-		e.Assert(got.Retired, qt.IsTrue)
-		_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: in.Address, DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeInboxConflict)
-	}},
-	{"an address off the default domain needs a domain of the account", func(e *env) {
-		_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "a@elsewhere.test", DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeDomainNotReady)
-		e.account("acme", db.PlanExempt, "elsewhere.test")
-		_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "a@elsewhere.test", DefaultDomain: "x.test"})
-		e.Assert(err, qt.IsNil)
-	}},
-	{"the plan and the quota bound the live inboxes", func(e *env) {
-		e.account("bee", "free")
-		for i := range 5 {
-			e.newInbox("bee", fmt.Sprintf("b%d@x.test", i))
-		}
-		_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: "b5@x.test", DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeBillingLimit)
-		// A fixture describes a state: it is not refused.
-		_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: "b6@x.test", DefaultDomain: "x.test", Seeding: true})
-		e.Assert(err, qt.IsNil)
-		quota := 1
-		e.Assert(db.EnsureAccount(e.ctx, e.st, db.Account{ID: "q", Plan: "team", InboxQuota: &quota}, nil), qt.IsNil)
-		e.newInbox("q", "q1@x.test")
-		_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "q", Address: "q2@x.test", DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeInboxLimit)
-		_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "nobody", Address: "n@x.test", DefaultDomain: "x.test"})
-		e.isCode(err, db.ECodeNotFound)
-	}},
-	{"a pending inbox gets ready by finishing its setup or creating it again", func(e *env) {
-		n := db.NewInbox{AccountID: "acme", Address: "p@x.test", DefaultDomain: "x.test", DeliveryStatus: db.DeliveryPending, Seeding: true}
-		in, err := db.CreateInbox(e.ctx, e.st, n)
-		e.Assert(err, qt.IsNil)
-		e.Assert(in.DeliveryStatus, qt.Equals, db.DeliveryPending)
-		ready, err := e.st.FinishSetup(e.ctx, in)
-		e.Assert(err, qt.IsNil)
-		e.Assert(ready.DeliveryStatus, qt.Equals, db.DeliveryReady)
-		got, err := e.st.InboxByRowID(e.ctx, in.ID)
-		e.Assert(err, qt.IsNil)
-		e.Assert(got.DeliveryStatus, qt.Equals, db.DeliveryReady)
-
-		n.Address = "p2@x.test"
-		in, err = db.CreateInbox(e.ctx, e.st, n)
-		e.Assert(err, qt.IsNil)
-		n.Seeding = false
-		in, err = db.CreateInbox(e.ctx, e.st, n)
-		e.Assert(err, qt.IsNil)
-		e.Assert(in.DeliveryStatus, qt.Equals, db.DeliveryReady)
-	}},
-	{"inboxes list oldest first, by page and by group", func(e *env) {
-		sales := "sales"
-		for i := range 3 {
-			in := e.newInbox("acme", fmt.Sprintf("s%d@x.test", i))
-			_, err := e.st.UpdateInboxGroup(e.ctx, in, &sales)
+func inboxTests() []test {
+	return []test{
+		{"an inbox is found by address in any case, by row and for delivery", func(e *env) {
+			got, err := e.st.InboxByAddress(e.ctx, "acme", "ME@X.test")
 			e.Assert(err, qt.IsNil)
-		}
-		page, next, err := e.st.ListInboxes(e.ctx, "acme", nil, 2, "")
-		e.Assert(err, qt.IsNil)
-		e.Assert(addresses(page), qt.DeepEquals, []string{"me@x.test", "s0@x.test"})
-		page, next, err = e.st.ListInboxes(e.ctx, "acme", nil, 2, next)
-		e.Assert(err, qt.IsNil)
-		e.Assert(addresses(page), qt.DeepEquals, []string{"s1@x.test", "s2@x.test"})
-		e.Assert(next, qt.Equals, "")
-		page, _, err = e.st.ListInboxes(e.ctx, "acme", &sales, 10, "")
-		e.Assert(err, qt.IsNil)
-		e.Assert(page, qt.HasLen, 3)
-		e.Assert(*page[0].Group, qt.Equals, "sales")
-		moved, err := e.st.UpdateInboxGroup(e.ctx, &page[0], nil)
-		e.Assert(err, qt.IsNil)
-		e.Assert(moved.Group, qt.IsNil)
-		page, _, err = e.st.ListInboxes(e.ctx, "acme", &sales, 10, "")
-		e.Assert(err, qt.IsNil)
-		e.Assert(page, qt.HasLen, 2)
-	}},
-	{"a tampered page token is refused", func(e *env) {
-		e.newInbox("acme", "two@x.test")
-		_, next, err := e.st.ListInboxes(e.ctx, "acme", nil, 1, "")
-		e.Assert(err, qt.IsNil)
-		_, _, err = e.st.ListInboxes(e.ctx, "acme", nil, 1, next+"x")
-		e.isCode(err, db.ECodeInvalidArgument)
-		e.account("bee", "free")
-		_, _, err = e.st.ListInboxes(e.ctx, "bee", nil, 1, next)
-		e.isCode(err, db.ECodeInvalidArgument)
-	}},
+			e.Assert(got.ID, qt.Equals, e.inbox.ID)
+			e.Assert(got.DeliveryStatus, qt.Equals, db.DeliveryReady)
+			got, err = e.st.InboxByRowID(e.ctx, e.inbox.ID)
+			e.Assert(err, qt.IsNil)
+			e.Assert(got.Address, qt.Equals, "me@x.test")
+			got, err = e.st.LocalInbox(e.ctx, "me@x.test")
+			e.Assert(err, qt.IsNil)
+			e.Assert(got.UUID, qt.Equals, e.inbox.UUID)
+		}},
+		{"an unknown inbox, or another account's, is not found", func(e *env) {
+			e.account("bee", "free")
+			_, err := e.st.InboxByAddress(e.ctx, "bee", e.inbox.Address)
+			e.isCode(err, db.ECodeNotFound)
+			_, err = e.st.InboxByAddress(e.ctx, "acme", "nobody@x.test")
+			e.isCode(err, db.ECodeNotFound)
+			_, err = e.st.InboxByRowID(e.ctx, e.inbox.ID+1000)
+			e.isCode(err, db.ECodeNotFound)
+			_, err = e.st.LocalInbox(e.ctx, "nobody@x.test")
+			e.isCode(err, db.ECodeNotFound)
+		}},
+		{"creating an address again answers the same inbox", func(e *env) {
+			again, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "Me@x.test", DefaultDomain: "x.test"})
+			e.Assert(err, qt.IsNil)
+			e.Assert(again.ID, qt.Equals, e.inbox.ID)
+		}},
+		{"another account's address is a conflict", func(e *env) {
+			e.account("bee", "free")
+			_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: e.inbox.Address, DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeInboxConflict)
+		}},
+		{"a retired address is never reused", func(e *env) {
+			in := e.newInbox("acme", "old@x.test")
+			e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
+			_, err := e.st.InboxByAddress(e.ctx, "acme", in.Address)
+			e.isCode(err, db.ECodeInboxRetired)
+			got, err := e.st.InboxByRowID(e.ctx, in.ID)
+			e.Assert(err, qt.IsNil)
+			e.Assert(got.Retired, qt.IsTrue)
+			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: in.Address, DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeInboxConflict)
+		}},
+		{"an address off the default domain needs a domain of the account", func(e *env) {
+			_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "a@elsewhere.test", DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeDomainNotReady)
+			e.account("acme", db.PlanExempt, "elsewhere.test")
+			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "a@elsewhere.test", DefaultDomain: "x.test"})
+			e.Assert(err, qt.IsNil)
+		}},
+		{"the plan and the quota bound the live inboxes", func(e *env) {
+			e.account("bee", "free")
+			for i := range 5 {
+				e.newInbox("bee", fmt.Sprintf("b%d@x.test", i))
+			}
+			_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: "b5@x.test", DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeBillingLimit)
+			// A fixture describes a state: it is not refused.
+			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "bee", Address: "b6@x.test", DefaultDomain: "x.test", Seeding: true})
+			e.Assert(err, qt.IsNil)
+			quota := 1
+			e.Assert(db.EnsureAccount(e.ctx, e.st, db.Account{ID: "q", Plan: "team", InboxQuota: &quota}, nil), qt.IsNil)
+			e.newInbox("q", "q1@x.test")
+			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "q", Address: "q2@x.test", DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeInboxLimit)
+			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "nobody", Address: "n@x.test", DefaultDomain: "x.test"})
+			e.isCode(err, db.ECodeNotFound)
+		}},
+		{"a pending inbox gets ready by finishing its setup or creating it again", func(e *env) {
+			n := db.NewInbox{AccountID: "acme", Address: "p@x.test", DefaultDomain: "x.test", DeliveryStatus: db.DeliveryPending, Seeding: true}
+			in, err := db.CreateInbox(e.ctx, e.st, n)
+			e.Assert(err, qt.IsNil)
+			e.Assert(in.DeliveryStatus, qt.Equals, db.DeliveryPending)
+			ready, err := e.st.FinishSetup(e.ctx, in)
+			e.Assert(err, qt.IsNil)
+			e.Assert(ready.DeliveryStatus, qt.Equals, db.DeliveryReady)
+			got, err := e.st.InboxByRowID(e.ctx, in.ID)
+			e.Assert(err, qt.IsNil)
+			e.Assert(got.DeliveryStatus, qt.Equals, db.DeliveryReady)
+
+			n.Address = "p2@x.test"
+			in, err = db.CreateInbox(e.ctx, e.st, n)
+			e.Assert(err, qt.IsNil)
+			n.Seeding = false
+			in, err = db.CreateInbox(e.ctx, e.st, n)
+			e.Assert(err, qt.IsNil)
+			e.Assert(in.DeliveryStatus, qt.Equals, db.DeliveryReady)
+		}},
+		{"inboxes list oldest first, by page and by group", func(e *env) {
+			sales := "sales"
+			for i := range 3 {
+				in := e.newInbox("acme", fmt.Sprintf("s%d@x.test", i))
+				_, err := e.st.UpdateInboxGroup(e.ctx, in, &sales)
+				e.Assert(err, qt.IsNil)
+			}
+			page, next, err := e.st.ListInboxes(e.ctx, "acme", nil, 2, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(addresses(page), qt.DeepEquals, []string{"me@x.test", "s0@x.test"})
+			page, next, err = e.st.ListInboxes(e.ctx, "acme", nil, 2, next)
+			e.Assert(err, qt.IsNil)
+			e.Assert(addresses(page), qt.DeepEquals, []string{"s1@x.test", "s2@x.test"})
+			e.Assert(next, qt.Equals, "")
+			page, _, err = e.st.ListInboxes(e.ctx, "acme", &sales, 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(page, qt.HasLen, 3)
+			e.Assert(*page[0].Group, qt.Equals, "sales")
+			moved, err := e.st.UpdateInboxGroup(e.ctx, &page[0], nil)
+			e.Assert(err, qt.IsNil)
+			e.Assert(moved.Group, qt.IsNil)
+			page, _, err = e.st.ListInboxes(e.ctx, "acme", &sales, 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(page, qt.HasLen, 2)
+		}},
+		{"a tampered page token is refused", func(e *env) {
+			e.newInbox("acme", "two@x.test")
+			_, next, err := e.st.ListInboxes(e.ctx, "acme", nil, 1, "")
+			e.Assert(err, qt.IsNil)
+			_, _, err = e.st.ListInboxes(e.ctx, "acme", nil, 1, next+"x")
+			e.isCode(err, db.ECodeInvalidArgument)
+			e.account("bee", "free")
+			_, _, err = e.st.ListInboxes(e.ctx, "bee", nil, 1, next)
+			e.isCode(err, db.ECodeInvalidArgument)
+		}},
+	}
 }
 
 func addresses(ins []db.Inbox) []string {

@@ -27,17 +27,17 @@ func Run(t *testing.T, open Opener) {
 		name  string
 		tests []test
 	}{
-		{"Units", unitTests},
-		{"Accounts", accountTests},
-		{"Keys", keyTests},
-		{"Inboxes", inboxTests},
-		{"Messages", messageTests},
-		{"Labels", labelTests},
-		{"Sends", sendTests},
-		{"Outbound", outboundTests},
-		{"TriageQueue", triageTests},
-		{"Quarantine", quarantineTests},
-		{"ChangeLog", changeLogTests},
+		{"Units", unitTests()},
+		{"Accounts", accountTests()},
+		{"Keys", keyTests()},
+		{"Inboxes", inboxTests()},
+		{"Messages", messageTests()},
+		{"Labels", labelTests()},
+		{"Sends", sendTests()},
+		{"Outbound", outboundTests()},
+		{"TriageQueue", triageTests()},
+		{"Quarantine", quarantineTests()},
+		{"ChangeLog", changeLogTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ type test struct {
 
 // start is the suite's first instant: mid-month, so that a month's end is a clock move
 // away.
-var start = time.Date(2026, 9, 20, 18, 0, 0, 0, time.UTC)
+func start() time.Time { return time.Date(2026, 9, 20, 18, 0, 0, 0, time.UTC) }
 
 // env is one test's store and clock, with an exempt account "acme" and its inbox.
 type env struct {
@@ -72,7 +72,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, open Opener) *env {
-	e := &env{C: qt.New(t), ctx: context.Background(), now: start}
+	e := &env{C: qt.New(t), ctx: context.Background(), now: start()}
 	e.st = open(t, e.clock)
 	e.account("acme", db.PlanExempt)
 	e.inbox = e.newInbox("acme", "me@x.test")

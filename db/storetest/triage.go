@@ -30,96 +30,98 @@ func complete(row int64) db.TriageOutcome {
 		NeedsReply: &db.TriageNeedsReply{Value: &yes, Probability: 0.8}}}
 }
 
-var triageTests = []test{
-	{"received mail waits for triage and is claimed with its text", func(e *env) {
-		long := e.queued(e.inbox, "<long@far.test>")
-		long.Text = strings.Repeat("x", db.TriageTextChars+100)
-		e.receive(e.queued(e.inbox, "<t1@far.test>"), long)
-		e.Assert(e.queueLen(), qt.Equals, int64(2))
-		due, ok := e.nextDue()
-		e.Assert(ok, qt.IsTrue)
-		e.Assert(due.After(e.clock()), qt.IsFalse)
-		jobs := e.claim(10)
-		e.Assert(jobs, qt.HasLen, 2)
-		e.Assert(jobs[0].MessageID, qt.Equals, "<t1@far.test>")
-		e.Assert(jobs[0].AccountID, qt.Equals, "acme")
-		e.Assert(jobs[0].Text, qt.Equals, "body of <t1@far.test>")
-		e.Assert(len(jobs[1].Text), qt.Equals, db.TriageTextChars+1)
-		e.Assert(e.claim(10, jobs[0].MessageRow, jobs[1].MessageRow), qt.HasLen, 0)
-	}},
-	{"a result takes the message off the queue", func(e *env) {
-		e.receive(e.queued(e.inbox, "<t1@far.test>"))
-		jobs := e.claim(10)
-		e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{complete(jobs[0].MessageRow)}), qt.IsNil)
-		e.Assert(e.queueLen(), qt.Equals, int64(0))
-		_, ok := e.nextDue()
-		e.Assert(ok, qt.IsFalse)
-		m := e.message(e.inbox, "<t1@far.test>")
-		e.Assert(m.Triage.Status, qt.Equals, db.TriageComplete)
-		page, _, err := e.st.ListMessages(e.ctx, e.inbox.ID, db.MessageFilter{NeedsReply: "yes"}, 10, "")
-		e.Assert(err, qt.IsNil)
-		e.Assert(page, qt.HasLen, 1)
-	}},
-	{"a retry comes due later and is not charged again", func(e *env) {
-		e.account("bee", "free")
-		in := e.newInbox("bee", "b@x.test")
-		e.receive(e.queued(in, "<t1@far.test>"))
-		jobs := e.claim(10)
-		retry := e.clock().Add(time.Minute)
-		e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{{MessageRow: jobs[0].MessageRow, RetryAt: retry}}), qt.IsNil)
-		e.Assert(e.claim(10), qt.HasLen, 0)
-		due, ok := e.nextDue()
-		e.Assert(ok, qt.IsTrue)
-		e.Assert(due.Equal(retry), qt.IsTrue, qt.Commentf("due %v, want %v", due, retry))
-		e.advance(time.Minute)
-		jobs = e.claim(10)
-		e.Assert(jobs, qt.HasLen, 1)
-		e.Assert(jobs[0].Attempts, qt.Equals, 1)
-		e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
-	}},
-	{"a failed analysis gives its unit back", func(e *env) {
-		e.account("bee", "free")
-		in := e.newInbox("bee", "b@x.test")
-		e.receive(e.queued(in, "<t1@far.test>"))
-		jobs := e.claim(10)
-		e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
-		failed := db.TriageOutcome{MessageRow: jobs[0].MessageRow, Result: &db.Triage{Status: db.TriageFailed, Code: "provider_error"}}
-		e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{failed}), qt.IsNil)
-		e.Assert(triageUsed(e, "bee"), qt.Equals, int64(0))
-		e.Assert(e.message(in, "<t1@far.test>").Triage.Status, qt.Equals, db.TriageFailed)
-	}},
-	{"a spent triage allowance leaves the message without triage", func(e *env) {
-		e.account("bee", "free")
-		in := e.newInbox("bee", "b@x.test")
-		e.Assert(e.st.SetUsage(e.ctx, "bee", db.FeatureTriage, 500), qt.IsNil)
-		e.receive(e.queued(in, "<t1@far.test>"))
-		e.Assert(e.claim(10), qt.HasLen, 0)
-		e.Assert(e.queueLen(), qt.Equals, int64(0))
-		e.Assert(e.message(in, "<t1@far.test>").Triage, qt.IsNil)
-	}},
-	{"an analysis made before storing is charged with the message", func(e *env) {
-		e.account("bee", "free")
-		in := e.newInbox("bee", "b@x.test")
-		m := e.mail(in, "<pre@far.test>")
-		m.Triage, m.ChargeTriage = complete(0).Result, true
-		e.receive(m)
-		e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
-		e.Assert(e.st.SetUsage(e.ctx, "bee", db.FeatureTriage, 500), qt.IsNil)
-		m.MessageID = "<spent@far.test>"
-		e.receive(m)
-		e.Assert(e.message(in, "<spent@far.test>").Triage, qt.IsNil)
-	}},
-	{"held mail is not analyzed until it is released", func(e *env) {
-		m := e.held(e.inbox, "<held@far.test>", cleanScan)
-		e.receive(m)
-		e.Assert(e.claim(10), qt.HasLen, 0)
-		_, ok := e.nextDue()
-		e.Assert(ok, qt.IsFalse)
-		released, err := db.ReleaseMessage(e.ctx, e.st, e.reviewID("<held@far.test>"), db.Actor{Name: "admin"})
-		e.Assert(err, qt.IsNil)
-		e.Assert(released, qt.IsTrue)
-		e.Assert(e.claim(10), qt.HasLen, 1)
-	}},
+func triageTests() []test {
+	return []test{
+		{"received mail waits for triage and is claimed with its text", func(e *env) {
+			long := e.queued(e.inbox, "<long@far.test>")
+			long.Text = strings.Repeat("x", db.TriageTextChars+100)
+			e.receive(e.queued(e.inbox, "<t1@far.test>"), long)
+			e.Assert(e.queueLen(), qt.Equals, int64(2))
+			due, ok := e.nextDue()
+			e.Assert(ok, qt.IsTrue)
+			e.Assert(due.After(e.clock()), qt.IsFalse)
+			jobs := e.claim(10)
+			e.Assert(jobs, qt.HasLen, 2)
+			e.Assert(jobs[0].MessageID, qt.Equals, "<t1@far.test>")
+			e.Assert(jobs[0].AccountID, qt.Equals, "acme")
+			e.Assert(jobs[0].Text, qt.Equals, "body of <t1@far.test>")
+			e.Assert(len(jobs[1].Text), qt.Equals, db.TriageTextChars+1)
+			e.Assert(e.claim(10, jobs[0].MessageRow, jobs[1].MessageRow), qt.HasLen, 0)
+		}},
+		{"a result takes the message off the queue", func(e *env) {
+			e.receive(e.queued(e.inbox, "<t1@far.test>"))
+			jobs := e.claim(10)
+			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{complete(jobs[0].MessageRow)}), qt.IsNil)
+			e.Assert(e.queueLen(), qt.Equals, int64(0))
+			_, ok := e.nextDue()
+			e.Assert(ok, qt.IsFalse)
+			m := e.message(e.inbox, "<t1@far.test>")
+			e.Assert(m.Triage.Status, qt.Equals, db.TriageComplete)
+			page, _, err := e.st.ListMessages(e.ctx, e.inbox.ID, db.MessageFilter{NeedsReply: "yes"}, 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(page, qt.HasLen, 1)
+		}},
+		{"a retry comes due later and is not charged again", func(e *env) {
+			e.account("bee", "free")
+			in := e.newInbox("bee", "b@x.test")
+			e.receive(e.queued(in, "<t1@far.test>"))
+			jobs := e.claim(10)
+			retry := e.clock().Add(time.Minute)
+			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{{MessageRow: jobs[0].MessageRow, RetryAt: retry}}), qt.IsNil)
+			e.Assert(e.claim(10), qt.HasLen, 0)
+			due, ok := e.nextDue()
+			e.Assert(ok, qt.IsTrue)
+			e.Assert(due.Equal(retry), qt.IsTrue, qt.Commentf("due %v, want %v", due, retry))
+			e.advance(time.Minute)
+			jobs = e.claim(10)
+			e.Assert(jobs, qt.HasLen, 1)
+			e.Assert(jobs[0].Attempts, qt.Equals, 1)
+			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
+		}},
+		{"a failed analysis gives its unit back", func(e *env) {
+			e.account("bee", "free")
+			in := e.newInbox("bee", "b@x.test")
+			e.receive(e.queued(in, "<t1@far.test>"))
+			jobs := e.claim(10)
+			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
+			failed := db.TriageOutcome{MessageRow: jobs[0].MessageRow, Result: &db.Triage{Status: db.TriageFailed, Code: "provider_error"}}
+			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{failed}), qt.IsNil)
+			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(0))
+			e.Assert(e.message(in, "<t1@far.test>").Triage.Status, qt.Equals, db.TriageFailed)
+		}},
+		{"a spent triage allowance leaves the message without triage", func(e *env) {
+			e.account("bee", "free")
+			in := e.newInbox("bee", "b@x.test")
+			e.Assert(e.st.SetUsage(e.ctx, "bee", db.FeatureTriage, 500), qt.IsNil)
+			e.receive(e.queued(in, "<t1@far.test>"))
+			e.Assert(e.claim(10), qt.HasLen, 0)
+			e.Assert(e.queueLen(), qt.Equals, int64(0))
+			e.Assert(e.message(in, "<t1@far.test>").Triage, qt.IsNil)
+		}},
+		{"an analysis made before storing is charged with the message", func(e *env) {
+			e.account("bee", "free")
+			in := e.newInbox("bee", "b@x.test")
+			m := e.mail(in, "<pre@far.test>")
+			m.Triage, m.ChargeTriage = complete(0).Result, true
+			e.receive(m)
+			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
+			e.Assert(e.st.SetUsage(e.ctx, "bee", db.FeatureTriage, 500), qt.IsNil)
+			m.MessageID = "<spent@far.test>"
+			e.receive(m)
+			e.Assert(e.message(in, "<spent@far.test>").Triage, qt.IsNil)
+		}},
+		{"held mail is not analyzed until it is released", func(e *env) {
+			m := e.held(e.inbox, "<held@far.test>", cleanScan())
+			e.receive(m)
+			e.Assert(e.claim(10), qt.HasLen, 0)
+			_, ok := e.nextDue()
+			e.Assert(ok, qt.IsFalse)
+			released, err := db.ReleaseMessage(e.ctx, e.st, e.reviewID("<held@far.test>"), db.Actor{Name: "admin"})
+			e.Assert(err, qt.IsNil)
+			e.Assert(released, qt.IsTrue)
+			e.Assert(e.claim(10), qt.HasLen, 1)
+		}},
+	}
 }
 
 func triageUsed(e *env, account string) int64 {
