@@ -36,6 +36,20 @@ func messageTests() []test {
 			e.Assert(err, qt.IsNil)
 			e.Assert(page, qt.HasLen, 1)
 		}},
+		{"a delivery is stored whole or not at all, alone in a batch", func(e *env) {
+			gone := e.mail(e.inbox, "<lost@far.test>")
+			gone.InboxID = e.inbox.ID + 1000 // no such inbox: storing it fails
+			_, err := db.Deliver(e.ctx, e.st, []db.NewMessage{e.mail(e.inbox, "<with@far.test>"), gone})
+			e.Assert(err, qt.Not(qt.IsNil))
+			_, err = e.st.GetMessage(e.ctx, e.inbox.ID, "<with@far.test>")
+			e.isCode(err, db.ECodeNotFound)
+			stored, errs, err := db.DeliverBatch(e.ctx, e.st, [][]db.NewMessage{{e.mail(e.inbox, "<kept@far.test>")}, {gone}})
+			e.Assert(err, qt.IsNil)
+			e.Assert(errs[0], qt.IsNil)
+			e.Assert(errs[1], qt.Not(qt.IsNil))
+			e.Assert(stored[1], qt.IsNil)
+			e.Assert(e.message(e.inbox, "<kept@far.test>").ThreadID, qt.Equals, stored[0][0].ThreadID)
+		}},
 		{"a missing message is not found", func(e *env) {
 			_, err := e.st.GetMessage(e.ctx, e.inbox.ID, "<nobody@far.test>")
 			e.isCode(err, db.ECodeNotFound)
