@@ -93,9 +93,6 @@ type AttachmentBody interface {
 // Messages are the mail of the inboxes, its threads, labels and attachments (Deliver and
 // CommitSend store it).
 type Messages interface {
-	// Expect announces a delivery on its way, so that concurrent writes can share a
-	// commit with it; call the returned func when done.
-	Expect(ctx context.Context) (context.Context, func())
 	// ListMessages returns one page of an inbox's messages, newest first.
 	// Errors: invalid_argument (page token).
 	ListMessages(ctx context.Context, inboxID int64, f MessageFilter, limit int, pageToken string) ([]Message, string, error)

@@ -71,14 +71,6 @@ type Incoming struct {
 	MailFrom string // the envelope sender; "" for the null sender <>
 }
 
-// ExpectDelivery announces a Receive on its way (a message whose data is still arriving),
-// so that the store's committer waits a moment for it rather than commit the deliveries
-// before it alone (db.Store.Expect). Pass the returned context to Receive, and call the
-// returned func when done, whatever happened.
-func (s *Service) ExpectDelivery(ctx context.Context) (context.Context, func()) {
-	return s.Store.Expect(ctx)
-}
-
 // Receiving reports whether a message is being received at this moment (in Receive:
 // parsed, checked, stored). The API server runs searches at a lower CPU priority then.
 func (s *Service) Receiving() bool { return s.receiving.Load() > 0 }

@@ -292,9 +292,7 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 	if x.cutOff() {
 		return errTooManyBad
 	}
-	// Announced from the DATA command on, while the data arrives (mail.ExpectDelivery).
-	ctx, settle := x.srv.svc.ExpectDelivery(context.Background())
-	defer settle()
+	ctx := context.Background()
 	conn := x.conn.Conn()
 	sc := slotOf(conn)
 	if sc != nil {

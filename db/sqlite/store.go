@@ -70,6 +70,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxLifetime(0)
 	s := &Store{w: w, dsn: base + "?_foreign_keys=on", now: opts.Now}
+	s.writes.gatherWait = defaultGatherWait
 	if s.now == nil {
 		s.now = time.Now
 	}

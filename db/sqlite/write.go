@@ -26,25 +26,24 @@ import (
 // changes, and if the transaction as a whole fails (disk full, I/O error: SQLite may then
 // roll back the whole transaction), every write in it reports the failure.
 //
-// Writes that are on their way gather. A caller about to prepare a write (a delivery
-// being parsed, scanned and compressed) announces it with Expect, and the committer,
-// before starting a transaction, waits up to gatherWait for the announced writes to queue
-// behind the ones it has. A lone write with none announced commits at once, so an idle
-// server adds no latency. Under a stream of deliveries this is what makes groups at all:
-// each one's preparation takes longer than a commit, so without the wait nearly every
-// delivery committed alone, writing its dozen dirty pages to the WAL by itself (~1.2
-// writes a commit, counted). Measured with scripts/smtpbench.sh, announcing from the
-// SMTP DATA command on: the bytes written per message fell from 172 to 136 KB (138 to 90
-// KB with triage off); the CPU per message moved within the noise. A slow client keeps
-// its announcement open while it sends, so the wait is bounded: at worst it adds
+// Writes arriving in a stream gather. When writes have been queuing faster than one per
+// gatherWait, the committer, before starting a transaction, waits for the next one: up to
+// twice the recent gap between arrivals for each, and gatherWait in all. A write on an
+// idle store commits at once, so an idle server adds no latency. Under a stream of
+// deliveries this is what makes groups at all: each one's preparation (parsed, scanned,
+// compressed) takes longer than a commit, so without the wait nearly every delivery
+// committed alone, writing its dozen dirty pages to the WAL by itself (~1.2 writes a
+// commit, counted). Measured with scripts/smtpbench.sh (then with the SMTP session
+// announcing its deliveries): the bytes written per message fell from 172 to 136 KB (138
+// to 90 KB with triage off); the CPU per message moved within the noise. The store
+// decides from what it sees queue, so no caller has to steer it; at worst the wait adds
 // gatherWait to a commit.
 
 // maxGroupWrites bounds one transaction, so a burst cannot hold the lock for long.
 const maxGroupWrites = 256
 
-// gatherWait bounds how long the committer waits for announced writes (a variable for
-// the tests).
-var gatherWait = time.Millisecond
+// defaultGatherWait bounds how long the committer waits for a stream's next write.
+const defaultGatherWait = time.Millisecond
 
 type writeJob struct {
 	fn   func(tx *sql.Tx) error
@@ -53,56 +52,32 @@ type writeJob struct {
 }
 
 type writeQueue struct {
-	mu       sync.Mutex
-	pending  []*writeJob
-	running  bool
-	expected int           // announced writes not yet queued (Expect)
-	arrived  chan struct{} // signalled when a write queues or an announcement ends
+	mu      sync.Mutex
+	pending []*writeJob
+	running bool
+	arrived chan struct{} // signalled when a write queues
+
+	// gatherWait bounds the wait for more writes (defaultGatherWait; the tests set it).
+	gatherWait time.Duration
+	last       time.Time     // when the latest write queued
+	gap        time.Duration // the recent gap between writes queuing, smoothed
 }
 
-// expectKey is the context key of an announced write (Expect).
-type expectKey struct{}
-
-// expectation is one announced write: it counts in writeQueue.expected until the write
-// queues or the caller gives it up, whichever comes first.
-type expectation struct{ open bool }
-
-// Expect announces that the caller will soon write through the returned context (a
-// delivery it is still preparing), so that the committer waits a moment for it (see
-// above). The returned func ends the announcement if the write has not queued by then;
-// call it when the caller is done, whatever happened. An announcement ends at the first
-// write through the context.
-func (s *Store) Expect(ctx context.Context) (context.Context, func()) {
-	e := &expectation{open: true}
-	q := &s.writes
-	q.mu.Lock()
-	q.expected++
-	q.mu.Unlock()
-	return context.WithValue(ctx, expectKey{}, e), func() {
-		q.mu.Lock()
-		q.settle(e)
-		q.mu.Unlock()
+// arrive notes that a write queued at now; q.mu is held.
+func (q *writeQueue) arrive(now time.Time) {
+	if q.last.IsZero() {
+		q.gap = q.gatherWait // the first write: no stream yet
+	} else {
+		// An average over the last few gaps: one quick pair of writes is not a stream,
+		// and one pause ends it.
+		q.gap = (3*q.gap + now.Sub(q.last)) / 4
 	}
-}
-
-// settle ends announcement e if it is still open; q.mu is held.
-func (q *writeQueue) settle(e *expectation) {
-	if e == nil || !e.open {
-		return
-	}
-	e.open = false
-	q.expected--
-	q.signal()
-}
-
-// signal wakes a committer waiting for writes to gather; q.mu is held.
-func (q *writeQueue) signal() {
-	if q.arrived == nil {
-		return
-	}
-	select {
-	case q.arrived <- struct{}{}:
-	default:
+	q.last = now
+	if q.arrived != nil {
+		select {
+		case q.arrived <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -118,11 +93,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	j := &writeJob{fn: fn, done: make(chan struct{})}
 	q := &s.writes
-	e, _ := ctx.Value(expectKey{}).(*expectation)
 	q.mu.Lock()
 	q.pending = append(q.pending, j)
-	q.settle(e)
-	q.signal()
+	q.arrive(time.Now())
 	if !q.running {
 		q.running = true
 		go s.commitLoop()
@@ -160,28 +133,37 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// gather waits, up to gatherWait, until the writes announced when it starts have queued
-// or ended their announcement, or a full group is queued. Writes announced meanwhile are
-// not waited for. q.mu is held, and released while waiting.
+// gather waits for more writes while they arrive in a stream (see above): for each next
+// one up to twice the recent gap, up to gatherWait in all, until a full group is queued.
+// q.mu is held, and released while waiting.
 func (q *writeQueue) gather() {
-	most := min(len(q.pending)+q.expected, maxGroupWrites)
-	if len(q.pending) == 0 || len(q.pending) >= most {
+	if len(q.pending) == 0 || q.gap >= q.gatherWait {
 		return
 	}
 	if q.arrived == nil {
 		q.arrived = make(chan struct{}, 1)
 	}
-	timer := time.NewTimer(gatherWait)
-	defer timer.Stop()
-	for len(q.pending) < min(most, len(q.pending)+q.expected) {
-		q.mu.Unlock()
-		select {
-		case <-q.arrived:
-			q.mu.Lock()
-		case <-timer.C:
-			q.mu.Lock()
+	deadline := time.Now().Add(q.gatherWait)
+	for len(q.pending) < maxGroupWrites {
+		wait := min(time.Until(deadline), 2*q.gap)
+		if wait <= 0 || !q.await(wait) {
 			return
 		}
+	}
+}
+
+// await waits up to d for a write to queue and reports whether one did. q.mu is held,
+// and released while waiting.
+func (q *writeQueue) await(d time.Duration) bool {
+	q.mu.Unlock()
+	defer q.mu.Lock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-q.arrived:
+		return true
+	case <-timer.C:
+		return false
 	}
 }
 
