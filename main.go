@@ -51,13 +51,9 @@ var (
 )
 
 func main() {
-	tuneGC()
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		tuneProcs()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, runtimeTuning{on: true}); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(os.Stderr, "inboxd:", err)
@@ -82,18 +78,24 @@ const usage = `usage:
   inboxd version`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, runtimeTuning{})
+}
+
+// runWith is run with the runtime settings of rt (runtime.go): on in the inboxd binary,
+// off where a test runs a command in its own process.
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, rt runtimeTuning) error {
 	if len(args) == 0 {
 		return usageError{usage}
 	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], stdout, stderr)
+		return runServe(ctx, args[1:], stdout, stderr, rt)
 	case "seed":
 		return runSeed(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], stdout, stderr)
 	case "reindex":
-		return runReindex(ctx, args[1:], stdout, stderr)
+		return runReindex(ctx, args[1:], stdout, stderr, rt)
 	case "backup":
 		return runBackup(ctx, args[1:], stderr)
 	case "mcp":
@@ -276,7 +278,7 @@ func (c *closers) close() error {
 // ignoreErr adapts a release function whose error Close does not report.
 func ignoreErr(f func() error) func() error { return func() error { f(); return nil } }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt runtimeTuning) error {
 	fs := newFlagSet("serve", stderr)
 	m := &Main{Stdout: stdout}
 	var seeds, proxies multiFlag
@@ -337,6 +339,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return usageError{fmt.Sprintf("--log-format %q: use text or json", *logFormat)}
 	}
+	rt.serve()
 	if err := m.Run(ctx); err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM or SIGINT while starting (a long fixture load, say): a requested
@@ -346,6 +349,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
+	go rt.limitMemoryOnceIndexed(ctx, m.search)
 	<-ctx.Done()
 	return m.Close()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/inboxd/inboxd/search"
@@ -17,7 +16,7 @@ func indexPath(dbPath string) string { return dbPath + ".index" }
 
 // runReindex rebuilds the search index from the database: a progress line on a terminal,
 // and the final count.
-func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer, rt runtimeTuning) error {
 	fs := newFlagSet("reindex", stderr)
 	path := fs.String("db", "inboxd.db", "SQLite database file")
 	if err := parseWithEnv(fs, args); err != nil {
@@ -31,8 +30,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer store.Close()
-	// Indexing allocates a lot and keeps little: collect garbage less often.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	rt.collectLessOften()
 	tty := isTerminal(stdout)
 	start := time.Now()
 	var last time.Time

@@ -51,7 +51,7 @@ func TestSMTPSlotLimits(t *testing.T) {
 			if name, value, ok := strings.Cut(bad.env, "="); ok {
 				t.Setenv(name, value) // until the end of this case
 			}
-			err := runServe(context.Background(), args, io.Discard, io.Discard)
+			err := runServe(context.Background(), args, io.Discard, io.Discard, runtimeTuning{})
 			qt.Assert(t, err, qt.ErrorMatches, bad.want)
 			qt.Assert(t, err, qt.ErrorAs, new(usageError))
 		})

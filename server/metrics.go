@@ -317,6 +317,9 @@ func (s *Server) writeGauges(ctx context.Context, b *strings.Builder) {
 		{"go_heap_live_bytes", "Bytes of heap objects the last garbage collection kept.", "/gc/heap/live:bytes"},
 		{"go_memory_total_bytes", "All memory mapped by the Go runtime.", "/memory/classes/total:bytes"},
 		{"go_memory_released_bytes", "Memory the Go runtime mapped and gave back to the system.", "/memory/classes/heap/released:bytes"},
+		// What GOGC and GOMEMLIMIT (or inboxd's defaults) set: README, "Install on a server".
+		{"go_gc_gogc_percent", "Heap growth that triggers a garbage collection, in percent (GOGC).", "/gc/gogc:percent"},
+		{"go_gc_gomemlimit_bytes", "The Go runtime's soft memory limit (GOMEMLIMIT).", "/gc/gomemlimit:bytes"},
 	}
 	sample := make([]metrics.Sample, len(gauges))
 	for i, g := range gauges {

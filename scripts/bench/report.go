@@ -166,7 +166,7 @@ const designNotes = `### What the design does for these figures
   go-sqlite3 would otherwise start a goroutine per transaction, statement and result set.
   Row JSON (triage, protection, delivery) is decoded and responses encoded with
   github.com/segmentio/encoding/json (encoding/json's output, codecs cached per type).
-  ` + "`inboxd serve`" + ` runs two Ps per CPU (procs.go): a goroutine in a SQLite call keeps its
+  ` + "`inboxd serve`" + ` runs two Ps per CPU (runtime.go): a goroutine in a SQLite call keeps its
   P while SQLite waits for the disk, and on this machine random reads of the database
   often do (see the eighth session's notes in "what limits it").
 - **Storage**: a message's text, HTML and raw MIME are one zstd frame (the text is usually
@@ -204,7 +204,7 @@ const designNotes = `### What the design does for these figures
   documents are read from its id dictionary (~15 bytes a document) rather than its stored
   values, which hold each message's pair filter too (~575 bytes); on this data set that
   took the resident memory right after a start from 188 to 65 MB. The Go runtime collects
-  at GOGC 400 under a 112 MiB soft limit (gc.go); the indexer applies at most 1,000 rows
+  at GOGC 400 under a 112 MiB soft limit (runtime.go); the indexer applies at most 1,000 rows
   a batch, whose build is most of the live heap while mail arrives; segment builders are
   not kept between segments, so their buffers are not live heap between batches, and the
   writer's SQLite page cache is 8 MB.
