@@ -234,6 +234,7 @@ type Main struct {
 
 	store    *sqlite.Store
 	http     *http.Server
+	api      *server.Server
 	listener net.Listener
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -450,9 +451,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if b, ok := analyzer.(*triage.Builtin); ok {
 		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
 	}
+	var arrivals *server.Arrivals // searches yield to mail arriving over SMTP
 	if m.smtpLn != nil {
+		arrivals = server.NewArrivals()
 		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics,
-			MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: budget}, m.Log)
+			MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: budget,
+			Arrivals: arrivals}, m.Log)
 	}
 	// Full-text search: the index lives beside the database and follows its queue.
 	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
@@ -462,10 +466,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.closers.add(m.search.Close)
 	conns := m.connLimit()
 	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns, SQLiteVersion: sqlite.Version()}, m.Log)
+		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns, SQLiteVersion: sqlite.Version(),
+		Arrivals: arrivals}, m.Log)
 	if err != nil {
 		return err
 	}
+	m.api = api
 	m.http = &http.Server{
 		Handler:           api,
 		ConnState:         conns.ConnState,
@@ -655,6 +661,7 @@ func (m *Main) stopServing() error {
 		}
 		<-m.smtpDone
 	}
+	m.api.Close()
 	m.cancel()
 	<-m.done
 	<-m.done

@@ -71,10 +71,6 @@ type Incoming struct {
 	MailFrom string // the envelope sender; "" for the null sender <>
 }
 
-// Receiving reports whether a message is being received at this moment (in Receive:
-// parsed, checked, stored). The API server runs searches at a lower CPU priority then.
-func (s *Service) Receiving() bool { return s.receiving.Load() > 0 }
-
 // Receive stores an incoming message in each of its recipient inboxes: parsed once, one
 // copy per inbox, labelled received+unread, threaded by its headers, triage pending, all
 // in one transaction. It returns only after that transaction committed, so a caller that
@@ -84,8 +80,6 @@ func (s *Service) Receiving() bool { return s.receiving.Load() > 0 }
 // Errors: ErrEmptyMessage, ErrScanUnavailable (transient), and storage errors (transient:
 // the sender should retry).
 func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error) {
-	s.receiving.Add(1)
-	defer s.receiving.Add(-1)
 	p, err := Parse(in.Data)
 	if err != nil {
 		return nil, ErrEmptyMessage

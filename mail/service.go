@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -36,8 +35,7 @@ type Service struct {
 	// second indexing of the message. Nil leaves every analysis to the triage queue.
 	TriageNow func(m *db.NewMessage, now time.Time) *db.Triage
 
-	kick      chan struct{}
-	receiving atomic.Int64 // calls of Receive in progress
+	kick chan struct{}
 }
 
 // NewService returns a Service; RunOutbound must run for queued mail to move.

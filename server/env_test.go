@@ -38,6 +38,7 @@ type env struct {
 	configure func(*server.Config)
 	// source, if set, wraps the store as the search indexer reads it (startIndex).
 	source   func(search.Source) search.Source
+	api      *server.Server // the running API server (startIndex)
 	url      string
 	full     string // acme, every scope
 	readOnly string // acme, inboxes:read + messages:read
@@ -97,9 +98,10 @@ func (e *env) startIndex(opts search.Options) {
 	}
 	srv, err := server.New(e.store, e.svc, e.schema, cfg, slog.New(slog.DiscardHandler))
 	qt.Assert(e.t, err, qt.IsNil)
+	e.t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv)
 	e.t.Cleanup(ts.Close)
-	e.url = ts.URL
+	e.api, e.url = srv, ts.URL
 }
 
 func (e *env) newKey(account string, scopes ...string) string {

@@ -31,11 +31,18 @@ func threadNice(t *testing.T) int {
 	return n
 }
 
+// startLowPriority starts a pool of search threads, stopped when the test ends.
+func startLowPriority(t *testing.T) *lowPriority {
+	p := newLowPriority()
+	t.Cleanup(p.stop)
+	return p
+}
+
 func TestLowPriorityRunsOnNicedThreads(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("per-thread niceness is Linux's")
 	}
-	p := searchThreads()
+	p := startLowPriority(t)
 	qt.Assert(t, p.err, qt.IsNil)
 	runtime.LockOSThread()
 	base := threadNice(t)
@@ -48,7 +55,7 @@ func TestLowPriorityRunsOnNicedThreads(t *testing.T) {
 }
 
 func TestLowPriorityReturnsErrorsAndPanics(t *testing.T) {
-	p := searchThreads()
+	p := startLowPriority(t)
 	boom := errors.New("boom")
 	qt.Assert(t, p.do(context.Background(), func() error { return boom }), qt.Equals, boom)
 	qt.Assert(t, func() { p.do(context.Background(), func() error { panic("search broke") }) }, qt.PanicMatches, "search broke")
@@ -59,7 +66,7 @@ func TestLowPriorityReturnsErrorsAndPanics(t *testing.T) {
 }
 
 func TestLowPriorityGivesUpWaitingWhenTheRequestEnds(t *testing.T) {
-	p := searchThreads()
+	p := startLowPriority(t)
 	release := make(chan struct{})
 	busy := make(chan struct{}, p.workers)
 	for range p.workers {
@@ -77,4 +84,13 @@ func TestLowPriorityGivesUpWaitingWhenTheRequestEnds(t *testing.T) {
 	close(release)
 	qt.Assert(t, p.do(context.Background(), func() error { return nil }), qt.IsNil)
 	qt.Assert(t, ran, qt.IsFalse)
+}
+
+// Once the server has stopped its search threads, a search that still asks for one is
+// told the server is stopping rather than wait forever.
+func TestLowPriorityAfterStop(t *testing.T) {
+	p := newLowPriority()
+	p.stop()
+	err := p.do(context.Background(), func() error { t.Error("ran after stop"); return nil })
+	qt.Assert(t, db.IsCode(err, db.ECodeUnavailable), qt.IsTrue)
 }

@@ -13,9 +13,9 @@ import (
 // the message ids in result order (relevance, then time, then id); the rows come from
 // the store, which is the truth.
 func (s *Server) handleMessagesSearch(w http.ResponseWriter, r *http.Request, c *call) error {
-	if s.mail != nil && s.mail.Receiving() {
+	if s.lowPriority != nil && s.cfg.Arrivals.receiving() {
 		// Mail is arriving: it gets the cores first (priority.go).
-		return searchThreads().do(r.Context(), func() error { return s.search(w, r, c) })
+		return s.lowPriority.do(r.Context(), func() error { return s.search(w, r, c) })
 	}
 	return s.search(w, r, c)
 }

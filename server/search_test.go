@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/smtp"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -111,15 +111,20 @@ func TestSearchRanksSubjectAboveBody(t *testing.T) {
 	qt.Assert(t, next, qt.Equals, "")
 }
 
-// While mail is being received, a search runs on the threads of lower CPU priority
-// (priority.go); otherwise on the request's own.
+// While mail is being received over SMTP, a search runs on the threads of lower CPU
+// priority (priority.go); otherwise on the request's own.
 func TestSearchYieldsToArrivingMail(t *testing.T) {
-	e := newSearchEnv(t)
+	arrivals := server.NewArrivals()
+	e := &searchEnv{env: newEnvWith(t, func(c *server.Config) { c.Arrivals = arrivals })}
+	in, err := e.store.InboxByAddress(context.Background(), "acme", e.createInbox("search"))
+	qt.Assert(t, err, qt.IsNil)
+	e.inbox = in
+	addr := serveSMTP(t, server.NewSMTP(e.svc, server.SMTPConfig{Arrivals: arrivals}, slog.New(slog.DiscardHandler)))
 	e.deliver(db.NewMessage{Subject: "Invoice for March", Text: "See the attachment."})
-	before := server.LowPriorityRuns()
+	before := e.api.LowPriorityRuns()
 	got, _ := e.search("invoice")
 	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March"})
-	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before)
+	qt.Assert(t, e.api.LowPriorityRuns(), qt.Equals, before)
 
 	var during []string
 	e.svc.TriageNow = func(*db.NewMessage, time.Time) *db.Triage { // runs inside Receive
@@ -127,12 +132,11 @@ func TestSearchYieldsToArrivingMail(t *testing.T) {
 		return nil
 	}
 	raw := "From: a@example.org\r\nTo: " + e.inbox.Address + "\r\nSubject: Hi\r\nMessage-ID: <arriving@test>\r\n\r\nHello.\r\n"
-	_, err := e.svc.Receive(context.Background(), mail.Incoming{Data: []byte(raw), Inboxes: []int64{e.inbox.ID}})
-	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, smtp.SendMail(addr, nil, "a@example.org", []string{e.inbox.Address}, []byte(raw)), qt.IsNil)
 	qt.Assert(t, during, qt.DeepEquals, []string{"Invoice for March"})
-	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before+1)
+	qt.Assert(t, e.api.LowPriorityRuns(), qt.Equals, before+1)
 	e.search("invoice") // the message has arrived
-	qt.Assert(t, server.LowPriorityRuns(), qt.Equals, before+1)
+	qt.Assert(t, e.api.LowPriorityRuns(), qt.Equals, before+1)
 }
 
 func TestSearchQueryLanguage(t *testing.T) {

@@ -45,6 +45,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Conns is the HTTP server's connection cap, whose counts /metrics shows (nil: none).
 	Conns *ConnLimit
+	// Arrivals, when set, is the SMTP listener's count of messages being received
+	// (SMTPConfig.Arrivals): while it is not zero, searches run on threads of lower CPU
+	// priority (priority.go). Nil: searches always run on the request's own.
+	Arrivals *Arrivals
 }
 
 // Server serves the HTTP API.
@@ -60,6 +64,8 @@ type Server struct {
 	mcp     *mcpHandler // POST /mcp
 	dash    *dashboard  // /dashboard/ (dashboard.go)
 	metrics *Metrics    // GET /metrics (metrics.go)
+	// lowPriority runs searches while mail arrives (priority.go); nil without Arrivals.
+	lowPriority *lowPriority
 }
 
 // New builds the HTTP handler.
@@ -79,11 +85,22 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	if s.dash, err = newDashboard(s); err != nil {
 		return nil, fmt.Errorf("server: dashboard: %w", err)
 	}
-	if err := searchThreads().err; err != nil {
-		log.Warn("searches run at normal CPU priority", "err", err)
+	if cfg.Arrivals != nil {
+		s.lowPriority = newLowPriority()
+		if err := s.lowPriority.err; err != nil {
+			log.Warn("searches run at normal CPU priority", "err", err)
+		}
 	}
 	s.router = s.routes()
 	return s, nil
+}
+
+// Close stops what the server runs beside its handlers (the search threads); call it
+// once no request is being served.
+func (s *Server) Close() {
+	if s.lowPriority != nil {
+		s.lowPriority.stop()
+	}
 }
 
 func (s *Server) routes() *httprouter.Router {

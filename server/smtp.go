@@ -75,6 +75,9 @@ type SMTPConfig struct {
 	// smtpBudgetWait), then gets 451 4.3.1.
 	Budget     *Budget
 	BudgetWait time.Duration
+	// Arrivals counts the messages being received, for the API server sharing it
+	// (Config.Arrivals); nil: not counted.
+	Arrivals *Arrivals
 }
 
 // SMTP is the inbound SMTP listener: mail for inboxes on this server's domains only (it
@@ -331,7 +334,9 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		in.RemoteIP = a.IP
 	}
+	done := x.srv.cfg.Arrivals.begin()
 	_, err = x.srv.svc.Receive(ctx, in)
+	done()
 	switch {
 	case err == nil:
 		return nil
