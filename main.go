@@ -442,15 +442,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	svc := mail.NewService(store, m.Domain, mail.DefaultSendLimit, m.Log)
+	mc := mail.Config{Store: store, Domain: m.Domain, Log: m.Log, Outbound: outbound, Protect: scanner, NoTriage: analyzer == nil}
+	if analyzer != nil {
+		mc.TriageNow = analyzer.Inline() // the worker still takes mail released from quarantine
+	}
+	svc := mail.NewService(mc)
 	metrics := server.NewMetrics()           // shared by the HTTP API and the SMTP listener
 	budget := server.NewBudget(m.MailBudget) // likewise
-	svc.Outbound = outbound
-	svc.Protect = scanner
-	svc.NoTriage = analyzer == nil
-	if b, ok := analyzer.(*triage.Builtin); ok {
-		svc.TriageNow = b.Result // the worker still takes mail released from quarantine
-	}
 	var arrivals *server.Arrivals // searches yield to mail arriving over SMTP
 	if m.smtpLn != nil {
 		arrivals = server.NewArrivals()

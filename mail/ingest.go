@@ -41,7 +41,7 @@ func (s *Service) ResolveRecipient(ctx context.Context, address string) (int64, 
 	if !local {
 		return 0, ErrNotLocal
 	}
-	inbox, err := s.Store.LocalInbox(ctx, addr)
+	inbox, err := s.store.LocalInbox(ctx, addr)
 	switch {
 	case db.IsCode(err, db.ECodeNotFound):
 		return 0, ErrUnknownRecipient
@@ -88,7 +88,7 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if err != nil {
 		return nil, err
 	}
-	now := s.Store.Now()
+	now := s.store.Now()
 	seen := map[int64]bool{}
 	msgs := make([]db.NewMessage, 0, len(in.Inboxes))
 	for _, id := range in.Inboxes {
@@ -103,5 +103,5 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return db.Deliver(ctx, s.Store, msgs)
+	return db.Deliver(ctx, s.store, msgs)
 }

@@ -29,13 +29,13 @@ const finishTimeout = 10 * time.Second
 //
 // The dispatcher wakes when a send commits and every Poll for retries that came due.
 func (s *Service) RunOutbound(ctx context.Context) {
-	cfg := s.Outbound.withDefaults()
-	if rec, err := s.Store.RecoverOutbound(ctx, ProviderRelay); err != nil {
+	cfg := s.outbound.withDefaults()
+	if rec, err := s.store.RecoverOutbound(ctx, ProviderRelay); err != nil {
 		if ctx.Err() == nil {
-			s.Log.Error("outbound: recover", "err", err)
+			s.log.Error("outbound: recover", "err", err)
 		}
 	} else if rec.Requeued > 0 || rec.Uncertain > 0 {
-		s.Log.Warn("outbound: recovered the queue after a restart", "requeued", rec.Requeued, "uncertain", rec.Uncertain,
+		s.log.Warn("outbound: recovered the queue after a restart", "requeued", rec.Requeued, "uncertain", rec.Uncertain,
 			"note", "uncertain recipients were handed to the relay when the server stopped; they are recorded accepted and not resent")
 	}
 	var wg sync.WaitGroup
@@ -72,10 +72,10 @@ func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, rela
 	// A pass is short, so it is not interrupted: the SQLite driver runs each statement of
 	// a cancellable context on a goroutine of its own, which costs more than the statement.
 	ctx = context.WithoutCancel(ctx)
-	jobs, err := s.Store.ClaimOutbound(ctx, outboundBatch)
+	jobs, err := s.store.ClaimOutbound(ctx, outboundBatch)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.Log.Error("outbound: claim", "err", err)
+			s.log.Error("outbound: claim", "err", err)
 		}
 		return false
 	}
@@ -99,18 +99,18 @@ func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, rela
 			outcomes = append(outcomes, o)
 		}
 	}
-	if err := s.Store.FinishOutboundBatch(ctx, done, outcomes); err != nil && ctx.Err() == nil {
+	if err := s.store.FinishOutboundBatch(ctx, done, outcomes); err != nil && ctx.Err() == nil {
 		// One bad outcome must not hold up the others: record them one by one.
-		s.Log.Warn("outbound: batch outcome failed, recording one by one", "err", err)
+		s.log.Warn("outbound: batch outcome failed, recording one by one", "err", err)
 		for i := range done {
-			if err := s.Store.FinishOutbound(ctx, done[i], outcomes[i]); err != nil && ctx.Err() == nil {
-				s.Log.Error("outbound: record outcome", "message", done[i].MessageID, "recipient", done[i].Recipient, "err", err)
+			if err := s.store.FinishOutbound(ctx, done[i], outcomes[i]); err != nil && ctx.Err() == nil {
+				s.log.Error("outbound: record outcome", "message", done[i].MessageID, "recipient", done[i].Recipient, "err", err)
 			}
 		}
 	}
 	if len(relay) > 0 {
-		if err := s.Store.RouteToRelay(ctx, relay); err != nil && ctx.Err() == nil {
-			s.Log.Error("outbound: route to relay", "err", err)
+		if err := s.store.RouteToRelay(ctx, relay); err != nil && ctx.Err() == nil {
+			s.log.Error("outbound: route to relay", "err", err)
 		}
 		select {
 		case relayKick <- struct{}{}:
@@ -160,7 +160,7 @@ func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
 	if r.bytes >= outboundPassBytes {
 		return nil, false, nil
 	}
-	raw, err := r.s.Store.MessageRaw(r.ctx, j.MessageRow)
+	raw, err := r.s.store.MessageRaw(r.ctx, j.MessageRow)
 	if err != nil {
 		return nil, true, err
 	}
@@ -177,7 +177,7 @@ func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
 // route returns the outcome of a job it can settle at once, or what else becomes of it.
 func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome, routeNext) {
 	s := r.s
-	now := s.Store.Now()
+	now := s.store.Now()
 	domain := strings.ToLower(j.Recipient[strings.LastIndexByte(j.Recipient, '@')+1:])
 	local, ok := r.domains[domain]
 	if !ok {
@@ -196,7 +196,7 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 			SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(),
 			DeliveryTimeMs: deliveryTime(j, now)}}, settled
 	}
-	inbox, err := s.Store.LocalInbox(r.ctx, j.Recipient)
+	inbox, err := s.store.LocalInbox(r.ctx, j.Recipient)
 	switch {
 	case db.IsCode(err, db.ECodeNotFound):
 		return localBounce("550", "5.1.1", "unknown recipient"), settled
@@ -265,9 +265,9 @@ func (s *Service) runRelayWorker(ctx context.Context, cfg OutboundConfig, kick c
 	tick := time.NewTicker(cfg.Poll)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		job, err := s.Store.ClaimRelay(ctx)
+		job, err := s.store.ClaimRelay(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.Log.Error("outbound: claim relay job", "err", err)
+			s.log.Error("outbound: claim relay job", "err", err)
 		}
 		if job == nil {
 			select {
@@ -292,7 +292,7 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 	if cfg.DKIM != nil {
 		signed, err := cfg.DKIM.Sign(raw)
 		if err != nil {
-			s.Log.Error("outbound: dkim sign; sending unsigned", "message", j.MessageID, "err", err)
+			s.log.Error("outbound: dkim sign; sending unsigned", "message", j.MessageID, "err", err)
 		} else {
 			raw = signed
 		}
@@ -300,7 +300,7 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 	handedOff := false
 	var handoffErr error
 	handoff := func() error {
-		ok, err := s.Store.MarkHandoff(ctx, j.ID)
+		ok, err := s.store.MarkHandoff(ctx, j.ID)
 		if err == nil && !ok {
 			err = errRowGone
 		}
@@ -318,7 +318,7 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 		// The hand-off could not be recorded, so the message was not completed: try again.
 		res = Result{Outcome: Deferred, Reason: "could not record the hand-off to the relay: " + res.Reason}
 	}
-	now := s.Store.Now()
+	now := s.store.Now()
 	provider := cfg.Transport.Provider()
 	var o db.OutboundOutcome
 	switch res.Outcome {
@@ -343,8 +343,8 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
 	}
-	if err := s.Store.FinishOutbound(fctx, j, o); err != nil {
-		s.Log.Error("outbound: record relay outcome", "message", j.MessageID, "recipient", j.Recipient, "outcome", res.Outcome, "err", err)
+	if err := s.store.FinishOutbound(fctx, j, o); err != nil {
+		s.log.Error("outbound: record relay outcome", "message", j.MessageID, "recipient", j.Recipient, "outcome", res.Outcome, "err", err)
 	}
 }
 
@@ -356,12 +356,12 @@ func (s *Service) logOutcome(j db.OutboundJob, provider string, res Result) {
 	attrs := []any{"message", j.MessageID, "recipient", j.Recipient, "provider", provider, "code", res.Code, "reason", res.Reason}
 	switch res.Outcome {
 	case Delivered:
-		s.Log.Debug("outbound: delivered", attrs...)
+		s.log.Debug("outbound: delivered", attrs...)
 	case Bounced:
-		s.Log.Info("outbound: bounced", attrs...)
+		s.log.Info("outbound: bounced", attrs...)
 	case Uncertain:
-		s.Log.Warn("outbound: handed off but the relay's answer was lost; not sent again", attrs...)
+		s.log.Warn("outbound: handed off but the relay's answer was lost; not sent again", attrs...)
 	default:
-		s.Log.Warn("outbound: not delivered; will retry or give up by the retry schedule", attrs...)
+		s.log.Warn("outbound: not delivered; will retry or give up by the retry schedule", attrs...)
 	}
 }

@@ -32,7 +32,7 @@ func TestLocalDeliveryPassesAreBounded(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 		inboxes = append(inboxes, in)
 	}
-	svc := NewService(store, "inboxd.test", 0, slog.New(slog.DiscardHandler))
+	svc := NewService(Config{Store: store, Domain: "inboxd.test", Log: slog.New(slog.DiscardHandler)})
 
 	const n = 6
 	files := make([][]byte, n)
@@ -44,7 +44,7 @@ func TestLocalDeliveryPassesAreBounded(t *testing.T) {
 				ContentType: "application/octet-stream", Content: base64.StdEncoding.EncodeToString(files[i])}}})
 		c.Assert(err, qt.IsNil)
 	}
-	cfg := svc.Outbound.withDefaults()
+	cfg := svc.outbound.withDefaults()
 	kick := make(chan struct{}, 1)
 	c.Assert(svc.dispatchOutbound(ctx, cfg, kick), qt.IsTrue) // more than one pass holds
 	delivered := func() int {

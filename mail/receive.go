@@ -27,21 +27,21 @@ type Origin struct {
 //
 // Errors: ErrScanUnavailable.
 func (s *Service) scan(ctx context.Context, p *Parsed, data []byte, o Origin) (*protect.Verdict, error) {
-	if s.Protect == nil {
+	if s.protect == nil {
 		return nil, nil
 	}
 	files := make([]protect.File, len(p.Attachments))
 	for i, a := range p.Attachments {
 		files[i] = protect.File{Filename: a.Filename, ContentType: a.ContentType, Content: a.Content}
 	}
-	v, err := s.Protect.Scan(ctx, protect.Input{Raw: data, RemoteIP: o.RemoteIP, Helo: o.Helo, MailFrom: o.MailFrom,
+	v, err := s.protect.Scan(ctx, protect.Input{Raw: data, RemoteIP: o.RemoteIP, Helo: o.Helo, MailFrom: o.MailFrom,
 		Internal: o.Internal, Subject: p.Subject, Text: p.Text, HTML: p.HTML, Attachments: files})
 	if err != nil {
-		s.Log.Warn("protect: no verdict, the message waits for a retry", "message", p.MessageID, "err", err)
+		s.log.Warn("protect: no verdict, the message waits for a retry", "message", p.MessageID, "err", err)
 		return nil, err
 	}
 	if v.Quarantined() {
-		s.Log.Info("protect: quarantined", "message", p.MessageID, "verdict", v.Describe())
+		s.log.Info("protect: quarantined", "message", p.MessageID, "verdict", v.Describe())
 	}
 	return v, nil
 }
@@ -81,10 +81,10 @@ func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time
 	m := fromParsed(p, raw, inboxID, receivedAt)
 	applyVerdict(&m, v)
 	switch {
-	case s.NoTriage:
+	case s.noTriage:
 		m.Triage = nil
-	case s.TriageNow != nil && (v == nil || !v.Quarantined()):
-		m.Triage, m.ChargeTriage = s.TriageNow(&m, receivedAt), true
+	case s.triageNow != nil && (v == nil || !v.Quarantined()):
+		m.Triage, m.ChargeTriage = s.triageNow(&m, receivedAt), true
 	default:
 		m.QueueTriage = true
 	}

@@ -159,7 +159,7 @@ type outEnv struct {
 	inbox *db.Inbox
 }
 
-func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Service)) *outEnv {
+func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Config)) *outEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
@@ -168,17 +168,17 @@ func newOutEnv(t *testing.T, cfg mail.OutboundConfig, configure ...func(*mail.Se
 	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
 	in, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "agent@inboxd.test", DisplayName: "Agent", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
-	svc := mail.NewService(store, "inboxd.test", 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if cfg.Poll == 0 {
 		cfg.Poll = 10 * time.Millisecond
 	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = 20 * time.Millisecond
 	}
-	svc.Outbound = cfg
+	mc := mail.Config{Store: store, Domain: "inboxd.test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Outbound: cfg}
 	for _, f := range configure {
-		f(svc)
+		f(&mc)
 	}
+	svc := mail.NewService(mc)
 	workCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { svc.RunOutbound(workCtx); close(done) }()
@@ -291,7 +291,7 @@ func TestRelayTemporaryFailureRetries(t *testing.T) {
 	}
 	var logged syncBuffer
 	e := newOutEnv(t, mail.OutboundConfig{Transport: relayFor(t, f, ""), RetryBase: 150 * time.Millisecond},
-		func(s *mail.Service) { s.Log = slog.New(slog.NewTextHandler(&logged, nil)) })
+		func(c *mail.Config) { c.Log = slog.New(slog.NewTextHandler(&logged, nil)) })
 	res := e.send("k1", "ann@customer.example")
 	d := e.waitDelivery(res.MessageID, func(r db.RecipientDelivery) bool { return r.Status == db.RecipientDeferred })
 	c.Check(d.Recipients[0].SMTPStatusCode, qt.Equals, "451")
@@ -419,7 +419,7 @@ func TestLocalDeliveryTriagedBeforeStore(t *testing.T) {
 	ctx := context.Background()
 	model, err := triage.NewBuiltin()
 	c.Assert(err, qt.IsNil)
-	e := newOutEnv(t, mail.OutboundConfig{}, func(s *mail.Service) { s.TriageNow = model.Result })
+	e := newOutEnv(t, mail.OutboundConfig{}, func(c *mail.Config) { c.TriageNow = model.Result })
 	desk, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
 	c.Assert(err, qt.IsNil)
 	res := e.send("k1", "desk@inboxd.test")

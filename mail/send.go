@@ -48,7 +48,7 @@ func (s *Service) Send(ctx context.Context, inbox *db.Inbox, d Draft) (db.SendRe
 //
 // Errors: not_found, message_quarantined, invalid_reply, and those of Send.
 func (s *Service) Reply(ctx context.Context, inbox *db.Inbox, messageID string, d Draft) (db.SendResult, error) {
-	orig, err := s.Store.GetMessage(ctx, inbox.ID, messageID)
+	orig, err := s.store.GetMessage(ctx, inbox.ID, messageID)
 	if err != nil {
 		return db.SendResult{}, err
 	}
@@ -86,7 +86,7 @@ type outgoingParts struct {
 }
 
 func (s *Service) commit(ctx context.Context, inbox *db.Inbox, d Draft, p outgoingParts, fp []byte) (db.SendResult, error) {
-	now := s.Store.Now()
+	now := s.store.Now()
 	atts := make([]Attachment, len(d.Attachments))
 	stored := make([]db.NewAttachment, len(d.Attachments))
 	for i, a := range d.Attachments {
@@ -117,12 +117,12 @@ func (s *Service) commit(ctx context.Context, inbox *db.Inbox, d Draft, p outgoi
 	for i, r := range recipients {
 		delivery.Recipients[i] = db.RecipientDelivery{Recipient: r, Status: db.RecipientQueued, UpdatedAt: stamp}
 	}
-	res, err := db.CommitSend(ctx, s.Store, db.SendRequest{
+	res, err := db.CommitSend(ctx, s.store, db.SendRequest{
 		AccountID:      inbox.AccountID,
 		IdempotencyKey: d.IdempotencyKey,
 		Fingerprint:    fp,
 		Recipients:     recipients,
-		RateLimit:      s.SendLimit,
+		RateLimit:      s.sendLimit,
 		Message: db.NewMessage{
 			InboxID: inbox.ID, MessageID: msgID, Direction: db.Sent, From: inbox.Address,
 			To: p.to, Cc: p.cc, Bcc: p.bcc, ReplyTo: []string{}, Subject: p.subject, Text: text, HTML: d.HTML,

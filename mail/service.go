@@ -13,13 +13,13 @@ import (
 // DefaultSendLimit is the per-inbox rolling 24 h send limit (API-NOTES section 10).
 const DefaultSendLimit = 250
 
-// Service runs the mail rules that touch the store: receiving into inboxes, sending and
-// replying, and delivering from the outbound queue.
-type Service struct {
-	Store     db.Store
-	Domain    string // the server's default domain
+// Config is everything a Service needs: its store and what the deployment chose.
+type Config struct {
+	Store  db.Store
+	Domain string // the server's default domain
+	// SendLimit is the per-inbox rolling 24 h send limit (0: DefaultSendLimit).
 	SendLimit int
-	Log       *slog.Logger
+	Log       *slog.Logger // nil: slog.Default()
 
 	// Outbound configures delivery to recipients elsewhere (transport.go).
 	Outbound OutboundConfig
@@ -30,24 +30,43 @@ type Service struct {
 	// NoTriage is --triage off: received mail carries no triage and is not analyzed.
 	NoTriage bool
 	// TriageNow, when set, analyzes received mail at now, before it is stored: for a
-	// provider that answers at once without the network (the built-in model). The result
-	// is stored with the message, which spares the queue's two write transactions and a
-	// second indexing of the message. Nil leaves every analysis to the triage queue.
+	// provider that answers at once without the network (triage.Provider.Inline). The
+	// result is stored with the message, which spares the queue's two write transactions
+	// and a second indexing of the message. Nil leaves every analysis to the triage queue.
 	TriageNow func(m *db.NewMessage, now time.Time) *db.Triage
+}
+
+// Service runs the mail rules that touch the store: receiving into inboxes, sending and
+// replying, and delivering from the outbound queue.
+type Service struct {
+	store     db.Store
+	domain    string
+	sendLimit int
+	log       *slog.Logger
+	outbound  OutboundConfig
+	protect   *protect.Scanner
+	noTriage  bool
+	triageNow func(m *db.NewMessage, now time.Time) *db.Triage
 
 	kick chan struct{}
 }
 
-// NewService returns a Service; RunOutbound must run for queued mail to move.
-func NewService(store db.Store, domain string, sendLimit int, log *slog.Logger) *Service {
-	if sendLimit <= 0 {
-		sendLimit = DefaultSendLimit
+// NewService returns a Service configured by cfg; RunOutbound must run for queued mail to
+// move.
+func NewService(cfg Config) *Service {
+	if cfg.SendLimit <= 0 {
+		cfg.SendLimit = DefaultSendLimit
 	}
-	if log == nil {
-		log = slog.Default()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
-	return &Service{Store: store, Domain: strings.ToLower(domain), SendLimit: sendLimit, Log: log, kick: make(chan struct{}, 1)}
+	return &Service{store: cfg.Store, domain: strings.ToLower(cfg.Domain), sendLimit: cfg.SendLimit, log: cfg.Log,
+		outbound: cfg.Outbound, protect: cfg.Protect, noTriage: cfg.NoTriage, triageNow: cfg.TriageNow,
+		kick: make(chan struct{}, 1)}
 }
+
+// Domain is the server's default domain, in lower case.
+func (s *Service) Domain() string { return s.domain }
 
 // wake tells the outbound worker that new work is queued.
 func (s *Service) wake() {
@@ -60,8 +79,8 @@ func (s *Service) wake() {
 // localDomain reports whether this server receives mail for domain.
 func (s *Service) localDomain(ctx context.Context, domain string) (bool, error) {
 	domain = strings.ToLower(domain)
-	if domain == s.Domain {
+	if domain == s.domain {
 		return true, nil
 	}
-	return s.Store.DomainServed(ctx, domain)
+	return s.store.DomainServed(ctx, domain)
 }

@@ -20,7 +20,7 @@ import (
 func TestLargeBodyWaitsForTheBudget(t *testing.T) {
 	c := qt.New(t)
 	budget := server.NewBudget(1 << 20)
-	e := newEnvWith(t, func(cfg *server.Config) { cfg.Budget = budget })
+	e := newEnvWith(t, serverOptions{api: func(cfg *server.Config) { cfg.Budget = budget }})
 	in := e.createInbox("ops")
 	release, err := budget.Acquire(context.Background(), 1<<20, time.Second)
 	c.Assert(err, qt.IsNil)

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/emersion/go-smtp"
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
 	"github.com/inboxd/inboxd/server"
@@ -28,35 +24,15 @@ func newScanningSMTP(t *testing.T, cfg protect.Config) (addr string, store db.St
 }
 
 // newSMTPWith is newScanningSMTP with the account on plan, and configure (when not nil)
-// given the mail service before the listener starts.
-func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*mail.Service)) (addr string, store db.Store) {
+// given the mail service's configuration before it is built.
+func newSMTPWith(t *testing.T, cfg protect.Config, plan string, configure func(*mail.Config)) (addr string, store db.Store) {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
+	s := newServer(t, serverOptions{noAPI: true, protect: &cfg, mail: configure, smtp: &server.SMTPConfig{}})
+	c.Assert(db.EnsureAccount(ctx, s.store, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
+	_, err := db.CreateInbox(ctx, s.store, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := mail.NewService(store, testDomain, 0, log)
-	svc.Protect, err = protect.New(cfg)
-	c.Assert(err, qt.IsNil)
-	if configure != nil {
-		configure(svc)
-	}
-	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: plan}, nil), qt.IsNil)
-	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
-	c.Assert(err, qt.IsNil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	c.Assert(err, qt.IsNil)
-	srv := server.NewSMTP(svc, server.SMTPConfig{}, log)
-	done := make(chan struct{})
-	go func() { srv.Serve(ln); close(done) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-		store.Close()
-	})
-	return ln.Addr().String(), store
+	return s.smtpAddr, s.store
 }
 
 func sendSMTP(t *testing.T, addr, from, raw string) error {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"html"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"net/netip"
 	"net/textproto"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,10 +23,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
-	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -38,7 +34,6 @@ const operatorPassword = "correct horse battery staple"
 // scanner (no DNS), with the operator password set, and an inbox support@ of acme.
 type dashEnv struct {
 	*env
-	svc   *mail.Service
 	inbox string
 }
 
@@ -56,41 +51,19 @@ func newDashEnvWith(t *testing.T, opts dashOptions) *dashEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{Now: opts.now})
-	c.Assert(err, qt.IsNil)
-	v, err := schema.New()
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := mail.NewService(store, testDomain, 0, log)
-	svc.Protect, err = protect.New(protect.Config{})
-	c.Assert(err, qt.IsNil)
+	// The base URL is the server's own origin: the dashboard accepts forms from it.
+	s := newServer(t, serverOptions{now: opts.now, protect: &protect.Config{}, noIndex: true, origin: true,
+		api: func(cfg *server.Config) { cfg.TrustedProxies = opts.trusted }})
 	// The operator's hash at bcrypt's lowest cost: a login then costs milliseconds, not
 	// seconds, under the race detector. (EnsureOperatorPassword is tested in main.)
 	key := sha256.Sum256([]byte(operatorPassword))
 	hash, err := bcrypt.GenerateFromPassword([]byte(base64.StdEncoding.EncodeToString(key[:])), max(opts.cost, bcrypt.MinCost))
 	c.Assert(err, qt.IsNil)
-	c.Assert(store.SetOperatorPasswordHash(ctx, server.Operator, hash, "password_set"), qt.IsNil)
-	// The listener comes first: the base URL is the origin the dashboard accepts forms from.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	c.Assert(err, qt.IsNil)
-	base := "http://" + ln.Addr().String()
-	srv, err := server.New(store, svc, v, server.Config{BaseURL: base, Domain: testDomain, TrustedProxies: opts.trusted}, log)
-	c.Assert(err, qt.IsNil)
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	workCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { svc.RunOutbound(workCtx); close(done) }()
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		<-done
-		store.Close()
-	})
-	e := &env{t: t, store: store, schema: v, url: base}
-	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
+	c.Assert(s.store.SetOperatorPasswordHash(ctx, server.Operator, hash, "password_set"), qt.IsNil)
+	e := &env{testServer: s, t: t}
+	c.Assert(db.EnsureAccount(ctx, s.store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
 	e.full = e.newKey("acme", db.AllScopes()...)
-	d := &dashEnv{env: e, svc: svc}
+	d := &dashEnv{env: e}
 	d.inbox = e.createInbox("support")
 	return d
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/protect"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
@@ -25,83 +27,173 @@ import (
 
 const testDomain = "inboxd.test"
 
-// env is one whole API server over its own temp database, with an account "acme" on the
-// developer plan and keys of every kind, plus a second account "other".
-type env struct {
-	t      *testing.T
+// testServer is one whole inboxd server over its own temp database, wired as main wires
+// it: the store, the mail service with its outbound worker and, as serverOptions ask, the
+// search indexer, the API server and the SMTP listener, all closed when the test ends.
+// Every server test starts from newServer and adds the accounts it needs.
+type testServer struct {
+	t      testing.TB
 	dir    string // the temp dir of the database and its search index
+	opts   serverOptions
 	store  db.Store
 	schema *schema.Validator
 	svc    *mail.Service
-	index  *search.Indexer // the running indexer; closed at the end of the test
-	// configure, if set, adjusts the API server's configuration (newEnvWith).
-	configure func(*server.Config)
-	// source, if set, wraps the store as the search indexer reads it (startIndex).
-	source   func(search.Source) search.Source
-	api      *server.Server // the running API server (startIndex)
-	url      string
+	log    *slog.Logger
+	index  *search.Indexer // the running indexer (startIndex); closed at the end of the test
+	api    *server.Server  // the running API server (startAPI)
+	url    string          // its base URL
+	smtp   *server.SMTP    // the SMTP listener, when serverOptions.smtp asks for one
+	// smtpAddr is the SMTP listener's address.
+	smtpAddr string
+	// arrivals is shared by the SMTP listener and the API server, as main shares it.
+	arrivals *server.Arrivals
+}
+
+// serverOptions vary a testServer. The zero value is the API server with a search index,
+// without an SMTP listener, and a mail service that neither scans nor triages.
+type serverOptions struct {
+	now     func() time.Time                  // the store's clock (nil: time.Now)
+	protect *protect.Config                   // scan received mail with this (nil: no scanner)
+	mail    func(*mail.Config)                // adjusts the mail service's configuration
+	api     func(*server.Config)              // adjusts the API server's configuration
+	noAPI   bool                              // no API server at all
+	noIndex bool                              // an API server without a search index
+	origin  bool                              // the API's base URL is its own origin (the dashboard's forms)
+	smtp    *server.SMTPConfig                // also an SMTP listener on loopback
+	source  func(search.Source) search.Source // wraps the store as the indexer reads it
+	logTo   io.Writer                         // where the servers log (nil: nowhere)
+}
+
+// newServer builds and starts the server opts describe.
+func newServer(t testing.TB, opts serverOptions) *testServer {
+	t.Helper()
+	c := qt.New(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "inboxd.db"), sqlite.Options{Now: opts.now})
+	c.Assert(err, qt.IsNil)
+	v, err := schema.New()
+	c.Assert(err, qt.IsNil)
+	logTo := opts.logTo
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
+	mc := mail.Config{Store: store, Domain: testDomain, Log: log}
+	if opts.protect != nil {
+		mc.Protect, err = protect.New(*opts.protect)
+		c.Assert(err, qt.IsNil)
+	}
+	if opts.mail != nil {
+		opts.mail(&mc)
+	}
+	s := &testServer{t: t, dir: dir, opts: opts, store: store, schema: v, svc: mail.NewService(mc), log: log}
+	workCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { s.svc.RunOutbound(workCtx); close(done) }()
+	t.Cleanup(func() { // after the servers' own cleanups, which close them
+		cancel()
+		<-done
+		if s.index != nil {
+			qt.Check(t, s.index.Close(), qt.IsNil)
+		}
+		store.Close()
+	})
+	if opts.smtp != nil && !opts.noAPI {
+		s.arrivals = server.NewArrivals() // searches yield to arriving mail, as in main
+	}
+	switch {
+	case opts.noAPI:
+	case opts.noIndex:
+		s.startAPI(nil)
+	default:
+		s.startIndex(search.Options{Log: log})
+	}
+	if opts.smtp != nil {
+		cfg := *opts.smtp
+		cfg.Arrivals = s.arrivals
+		s.smtp = server.NewSMTP(s.svc, cfg, log)
+		s.smtpAddr = serveSMTP(t, s.smtp)
+	}
+	return s
+}
+
+// indexPath is where the search index lives, beside the database.
+func (s *testServer) indexPath() string { return filepath.Join(s.dir, "inboxd.db.index") }
+
+// startIndex starts a search indexer on the index (a test that restarts it has closed
+// the one before) and an API server over it; s.url is the new server's.
+func (s *testServer) startIndex(opts search.Options) {
+	s.t.Helper()
+	src := server.SearchSource(s.store)
+	if s.opts.source != nil {
+		src = s.opts.source(src)
+	}
+	s.index = search.NewIndexer(s.indexPath(), src, opts)
+	qt.Assert(s.t, s.index.Start(context.Background()), qt.IsNil)
+	s.startAPI(s.index)
+}
+
+// startAPI starts an API server searching ix (nil: without a search index); s.api and
+// s.url become the new server's.
+func (s *testServer) startAPI(ix *search.Indexer) {
+	s.t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	cfg := server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: ix, Arrivals: s.arrivals}
+	if s.opts.origin {
+		cfg.BaseURL = "http://" + ts.Listener.Addr().String()
+	}
+	if s.opts.api != nil {
+		s.opts.api(&cfg)
+	}
+	srv, err := server.New(s.store, s.svc, s.schema, cfg, s.log)
+	qt.Assert(s.t, err, qt.IsNil)
+	s.t.Cleanup(srv.Close)
+	ts.Config.Handler = srv
+	ts.Start()
+	s.t.Cleanup(ts.Close)
+	s.api, s.url = srv, ts.URL
+}
+
+// serveSMTP serves sm on a loopback port until the test ends and returns its address.
+func serveSMTP(t testing.TB, sm *server.SMTP) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	qt.Assert(t, err, qt.IsNil)
+	done := make(chan struct{})
+	go func() { sm.Serve(ln); close(done) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		sm.Shutdown(ctx)
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// env is a testServer's API server with an account "acme" on the developer plan and
+// keys of every kind, plus a second account "other".
+type env struct {
+	*testServer
+	t        *testing.T
 	full     string // acme, every scope
 	readOnly string // acme, inboxes:read + messages:read
 	other    string // account "other", every scope
 }
 
-func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+func newEnv(t *testing.T) *env { return newEnvWith(t, serverOptions{}) }
 
-// newEnvWith is newEnv with configure applied to the API server's configuration.
-func newEnvWith(t *testing.T, configure func(*server.Config)) *env {
+// newEnvWith is newEnv on the server opts describe.
+func newEnvWith(t *testing.T, opts serverOptions) *env {
 	t.Helper()
-	c := qt.New(t)
+	e := &env{testServer: newServer(t, opts), t: t}
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "inboxd.db"), sqlite.Options{})
-	c.Assert(err, qt.IsNil)
-	v, err := schema.New()
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.DiscardHandler)
-	e := &env{t: t, dir: dir, store: store, schema: v, svc: mail.NewService(store, testDomain, 0, log), configure: configure}
-	workCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { e.svc.RunOutbound(workCtx); close(done) }()
-	t.Cleanup(func() { // after the servers' own cleanups, which close them
-		cancel()
-		<-done
-		if e.index != nil {
-			qt.Check(t, e.index.Close(), qt.IsNil)
-		}
-		store.Close()
-	})
-	e.startIndex(search.Options{Log: log})
-	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
-	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "other", Plan: "developer"}, nil), qt.IsNil)
+	qt.Assert(t, db.EnsureAccount(ctx, e.store, db.Account{ID: "acme", Plan: "developer"}, nil), qt.IsNil)
+	qt.Assert(t, db.EnsureAccount(ctx, e.store, db.Account{ID: "other", Plan: "developer"}, nil), qt.IsNil)
 	e.full = e.newKey("acme", db.AllScopes()...)
 	e.readOnly = e.newKey("acme", db.ScopeInboxesRead, db.ScopeMessagesRead)
 	e.other = e.newKey("other", db.AllScopes()...)
 	return e
-}
-
-// indexPath is where the search index lives, beside the database.
-func (e *env) indexPath() string { return filepath.Join(e.dir, "inboxd.db.index") }
-
-// startIndex starts a search indexer on the index (a test that restarts it has closed
-// the one before) and an API server over it; e.url is the new server's.
-func (e *env) startIndex(opts search.Options) {
-	e.t.Helper()
-	src := server.SearchSource(e.store)
-	if e.source != nil {
-		src = e.source(src)
-	}
-	e.index = search.NewIndexer(e.indexPath(), src, opts)
-	qt.Assert(e.t, e.index.Start(context.Background()), qt.IsNil)
-	cfg := server.Config{BaseURL: "http://api.test", Domain: testDomain, Search: e.index}
-	if e.configure != nil {
-		e.configure(&cfg)
-	}
-	srv, err := server.New(e.store, e.svc, e.schema, cfg, slog.New(slog.DiscardHandler))
-	qt.Assert(e.t, err, qt.IsNil)
-	e.t.Cleanup(srv.Close)
-	ts := httptest.NewServer(srv)
-	e.t.Cleanup(ts.Close)
-	e.api, e.url = srv, ts.URL
 }
 
 func (e *env) newKey(account string, scopes ...string) string {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/mail"
-	"github.com/inboxd/inboxd/server"
 )
 
 func TestAuthErrors(t *testing.T) {
@@ -206,12 +202,7 @@ func TestAbsentOperationSaysSo(t *testing.T) {
 	e := newEnv(t)
 	in := e.createInbox("ops")
 	// A server built without a search index says searchMessages is not available.
-	log := slog.New(slog.DiscardHandler)
-	srv, err := server.New(e.store, mail.NewService(e.store, testDomain, 0, log), e.schema, server.Config{Domain: testDomain}, log)
-	qt.Assert(t, err, qt.IsNil)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	e.url = ts.URL
+	e.startAPI(nil)
 	r := e.fails(404, "not_found", "GET", inboxPath(in)+"/messages/search?query=x", e.full, nil)
 	qt.Assert(t, string(r.body), qt.Contains, "searchMessages is not available")
 }

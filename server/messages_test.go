@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +14,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
-	"github.com/inboxd/inboxd/schema"
-	"github.com/inboxd/inboxd/server"
 )
 
 // deliver stores a received message in an inbox directly, as the receive pipeline would.
@@ -378,18 +372,12 @@ func TestUsageAndBillingLimit(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rl.db"), sqlite.Options{})
-	c.Assert(err, qt.IsNil)
-	defer store.Close()
-	v, err := schema.New()
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(store, mail.NewService(store, testDomain, 2, log), v, server.Config{BaseURL: "http://x.test", Domain: testDomain}, log)
-	c.Assert(err, qt.IsNil)
+	s := newServer(t, serverOptions{noIndex: true, mail: func(c *mail.Config) { c.SendLimit = 2 }})
+	store, srv := s.store, s.api
 	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "a", Plan: db.PlanExempt}, nil), qt.IsNil)
 	key := db.GenerateAccountToken()
 	c.Assert(db.CreateKey(ctx, store, db.NewKey{AccountID: "a", Token: key, Scopes: db.AllScopes()}), qt.IsNil)
-	_, err = db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "r@inboxd.test", DefaultDomain: testDomain})
+	_, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "a", Address: "r@inboxd.test", DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
 	send := func(k string) *http.Response {
 		req, _ := http.NewRequest("POST", "/v1/inboxes/r%40inboxd.test/messages/send",

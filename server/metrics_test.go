@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/smtp"
 	"regexp"
@@ -13,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	qt "github.com/frankban/quicktest"
 
@@ -67,7 +64,8 @@ func TestMetrics(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	metrics := server.NewMetrics()
-	e := newEnvWith(t, func(cfg *server.Config) { cfg.Metrics, cfg.MetricsToken = metrics, "s3cret-metrics" })
+	e := newEnvWith(t, serverOptions{api: func(cfg *server.Config) { cfg.Metrics, cfg.MetricsToken = metrics, "s3cret-metrics" },
+		smtp: &server.SMTPConfig{Metrics: metrics}})
 	token := e.full
 	_, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "support@" + testDomain, DefaultDomain: testDomain})
 	c.Assert(err, qt.IsNil)
@@ -96,8 +94,7 @@ func TestMetrics(t *testing.T) {
 	get("/no/such/route/"+strings.Repeat("x", 10), token)
 
 	// SMTP: one message stored, one recipient refused.
-	sm := server.NewSMTP(e.svc, server.SMTPConfig{Metrics: metrics}, slog.New(slog.DiscardHandler))
-	addr := serveSMTP(t, sm)
+	addr := e.smtpAddr
 	c.Assert(smtp.SendMail(addr, nil, "ann@customer.example", []string{"support@" + testDomain},
 		testMessage("m1", "support@"+testDomain, "Hello")), qt.IsNil)
 	c.Assert(smtp.SendMail(addr, nil, "ann@customer.example", []string{"nobody@elsewhere.example"},
@@ -138,20 +135,4 @@ func TestMetrics(t *testing.T) {
 	c.Check(ok && v == 0, qt.IsTrue)
 	v, ok = m[`inboxd_search_index_failures_total`]
 	c.Check(ok && v == 0, qt.IsTrue)
-}
-
-// serveSMTP serves sm on a loopback port until the test ends.
-func serveSMTP(t *testing.T, sm *server.SMTP) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	qt.Assert(t, err, qt.IsNil)
-	done := make(chan struct{})
-	go func() { sm.Serve(ln); close(done) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		sm.Shutdown(ctx)
-		<-done
-	})
-	return ln.Addr().String()
 }

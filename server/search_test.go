@@ -19,6 +19,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -114,25 +115,25 @@ func TestSearchRanksSubjectAboveBody(t *testing.T) {
 // While mail is being received over SMTP, a search runs on the threads of lower CPU
 // priority (priority.go); otherwise on the request's own.
 func TestSearchYieldsToArrivingMail(t *testing.T) {
-	arrivals := server.NewArrivals()
-	e := &searchEnv{env: newEnvWith(t, func(c *server.Config) { c.Arrivals = arrivals })}
+	var e *searchEnv
+	var during []string
+	triageNow := func(*db.NewMessage, time.Time) *db.Triage { // runs inside Receive
+		during, _ = e.search("invoice")
+		return nil
+	}
+	e = &searchEnv{env: newEnvWith(t, serverOptions{smtp: &server.SMTPConfig{},
+		mail: func(c *mail.Config) { c.TriageNow = triageNow }})}
 	in, err := e.store.InboxByAddress(context.Background(), "acme", e.createInbox("search"))
 	qt.Assert(t, err, qt.IsNil)
 	e.inbox = in
-	addr := serveSMTP(t, server.NewSMTP(e.svc, server.SMTPConfig{Arrivals: arrivals}, slog.New(slog.DiscardHandler)))
 	e.deliver(db.NewMessage{Subject: "Invoice for March", Text: "See the attachment."})
 	before := e.api.LowPriorityRuns()
 	got, _ := e.search("invoice")
 	qt.Assert(t, got, qt.DeepEquals, []string{"Invoice for March"})
 	qt.Assert(t, e.api.LowPriorityRuns(), qt.Equals, before)
 
-	var during []string
-	e.svc.TriageNow = func(*db.NewMessage, time.Time) *db.Triage { // runs inside Receive
-		during, _ = e.search("invoice")
-		return nil
-	}
 	raw := "From: a@example.org\r\nTo: " + e.inbox.Address + "\r\nSubject: Hi\r\nMessage-ID: <arriving@test>\r\n\r\nHello.\r\n"
-	qt.Assert(t, smtp.SendMail(addr, nil, "a@example.org", []string{e.inbox.Address}, []byte(raw)), qt.IsNil)
+	qt.Assert(t, smtp.SendMail(e.smtpAddr, nil, "a@example.org", []string{e.inbox.Address}, []byte(raw)), qt.IsNil)
 	qt.Assert(t, during, qt.DeepEquals, []string{"Invoice for March"})
 	qt.Assert(t, e.api.LowPriorityRuns(), qt.Equals, before+1)
 	e.search("invoice") // the message has arrived
@@ -311,7 +312,7 @@ func TestSearchAnswersAheadOfTheIndexer(t *testing.T) {
 	qt.Assert(t, e.index.Close(), qt.IsNil)
 	gate := &gatedSource{open: make(chan struct{})}
 	gate.release()
-	e.source = func(s search.Source) search.Source { gate.Source = s; return gate }
+	e.opts.source = func(s search.Source) search.Source { gate.Source = s; return gate }
 	// Long enough that a search which waits for the indexer cannot pass.
 	e.startIndex(search.Options{Log: slog.New(slog.DiscardHandler), Wait: 10 * time.Minute})
 	old := e.deliver(db.NewMessage{Subject: "Parsnip soup"}, db.NewMessage{Subject: "Parsnip stew"})

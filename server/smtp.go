@@ -115,7 +115,7 @@ func NewSMTP(svc *mail.Service, cfg SMTPConfig, log *slog.Logger) *SMTP {
 		cfg.MaxSession = SMTPMaxSession
 	}
 	if cfg.Hostname == "" {
-		cfg.Hostname = svc.Domain
+		cfg.Hostname = svc.Domain()
 	}
 	if cfg.BudgetWait <= 0 {
 		cfg.BudgetWait = smtpBudgetWait

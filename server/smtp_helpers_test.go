@@ -4,18 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"testing"
-	"time"
 
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/db/sqlite"
-	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -23,42 +16,22 @@ import (
 // "acme" owning the inboxes support@ and sales@ on the default domain and team@ on its
 // own domain acme.example.
 type smtpEnv struct {
-	t     testing.TB
-	store db.Store
-	svc   *mail.Service
-	srv   *server.SMTP
-	addr  string
-	done  chan struct{}
+	*testServer
+	srv  *server.SMTP // the listener
+	addr string       // its address
 }
 
 func newSMTPEnv(t testing.TB, cfg server.SMTPConfig) *smtpEnv {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
-	c.Assert(err, qt.IsNil)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := mail.NewService(store, testDomain, 0, log)
-	c.Assert(db.EnsureAccount(ctx, store, db.Account{ID: "acme", Plan: db.PlanExempt}, []string{"acme.example"}), qt.IsNil)
+	s := newServer(t, serverOptions{noAPI: true, smtp: &cfg})
+	c.Assert(db.EnsureAccount(ctx, s.store, db.Account{ID: "acme", Plan: db.PlanExempt}, []string{"acme.example"}), qt.IsNil)
 	for _, a := range []string{"support@" + testDomain, "sales@" + testDomain, "team@acme.example"} {
-		_, err := db.CreateInbox(ctx, store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: testDomain})
+		_, err := db.CreateInbox(ctx, s.store, db.NewInbox{AccountID: "acme", Address: a, DefaultDomain: testDomain})
 		c.Assert(err, qt.IsNil)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	c.Assert(err, qt.IsNil)
-	e := &smtpEnv{t: t, store: store, svc: svc, srv: server.NewSMTP(svc, cfg, log), addr: ln.Addr().String(), done: make(chan struct{})}
-	go func() {
-		e.srv.Serve(ln)
-		close(e.done)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		e.srv.Shutdown(ctx)
-		<-e.done
-		store.Close()
-	})
-	return e
+	return &smtpEnv{testServer: s, srv: s.smtp, addr: s.smtpAddr}
 }
 
 func (e *smtpEnv) inbox(addr string) *db.Inbox {

@@ -21,7 +21,7 @@ func TestSMTPTriageBeforeStore(t *testing.T) {
 	ctx := context.Background()
 	model, err := triage.NewBuiltin()
 	c.Assert(err, qt.IsNil)
-	addr, store := newSMTPWith(t, protect.Config{}, "free", func(s *mail.Service) { s.TriageNow = model.Result })
+	addr, store := newSMTPWith(t, protect.Config{}, "free", func(c *mail.Config) { c.TriageNow = model.Result })
 	in, err := store.InboxByAddress(ctx, "acme", "support@"+testDomain)
 	c.Assert(err, qt.IsNil)
 	triageOf := func(id string) *db.Triage {

@@ -61,6 +61,9 @@ func (b *Builtin) Predict(in Input) Scores {
 	return sc
 }
 
+// Inline returns Result: the built-in model answers at once, without the network.
+func (b *Builtin) Inline() func(m *db.NewMessage, now time.Time) *db.Triage { return b.Result }
+
 // Result analyzes a message about to be stored, at now: the result the Worker would store
 // for it (mail.Service.TriageNow).
 func (b *Builtin) Result(m *db.NewMessage, now time.Time) *db.Triage {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Retry policy of a provider (API-NOTES section 8): network errors, 429 and 5xx are tried
@@ -127,6 +129,10 @@ func NewLLM(baseURL, model, key string, client *http.Client) (*LLM, error) {
 
 // Model names the configured model.
 func (l *LLM) Model() string { return l.model }
+
+// Inline returns nil: an endpoint answers over the network, so the Worker asks it after
+// the message is stored.
+func (l *LLM) Inline() func(m *db.NewMessage, now time.Time) *db.Triage { return nil }
 
 type chatMessage struct {
 	Role    string `json:"role"`

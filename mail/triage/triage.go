@@ -107,6 +107,10 @@ type Provider interface {
 	// Model names the model and its version, 1-100 characters.
 	Model() string
 	Analyze(ctx context.Context, in Input) (Scores, error)
+	// Inline returns how to analyze a message as it is received, before it is stored,
+	// for a provider that answers at once without the network (mail.Config.TriageNow);
+	// nil leaves every analysis to the Worker.
+	Inline() func(m *db.NewMessage, now time.Time) *db.Triage
 }
 
 // Failure codes of a failed triage (spec section 2.4).

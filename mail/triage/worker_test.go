@@ -45,6 +45,8 @@ type fake struct {
 
 func (f *fake) Model() string { return "fake-1" }
 
+func (f *fake) Inline() func(*db.NewMessage, time.Time) *db.Triage { return nil }
+
 func (f *fake) Analyze(ctx context.Context, in triage.Input) (triage.Scores, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, f.clock.Now())
@@ -335,6 +337,8 @@ func TestWorkerResumes(t *testing.T) {
 type blockingProvider struct{ started chan struct{} }
 
 func (b *blockingProvider) Model() string { return "blocking" }
+
+func (b *blockingProvider) Inline() func(*db.NewMessage, time.Time) *db.Triage { return nil }
 
 func (b *blockingProvider) Analyze(ctx context.Context, _ triage.Input) (triage.Scores, error) {
 	b.started <- struct{}{}

@@ -100,7 +100,7 @@ func runHTTP(ctx context.Context, dbPath string, perKind int) error {
 	if err != nil {
 		return err
 	}
-	svc := mail.NewService(store, "inboxd.test", mail.DefaultSendLimit, log)
+	svc := mail.NewService(mail.Config{Store: store, Domain: "inboxd.test", Log: log})
 	api, err := server.New(store, svc, v, server.Config{BaseURL: "http://127.0.0.1", Domain: "inboxd.test", Search: ix}, log)
 	if err != nil {
 		return err
