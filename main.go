@@ -12,9 +12,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,7 +21,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -35,10 +32,6 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
-	"github.com/inboxd/inboxd/mail"
-	"github.com/inboxd/inboxd/mail/protect"
-	"github.com/inboxd/inboxd/mail/triage"
-	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -358,276 +351,42 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 // Run opens the database, loads fixtures, and starts serving; it returns once the server
 // listens. Close stops it. When Run fails it has released what it acquired.
 func (m *Main) Run(ctx context.Context) (err error) {
-	if m.Log == nil {
-		m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if m.Stdout == nil {
-		m.Stdout = io.Discard
-	}
-	m.Domain = strings.ToLower(m.Domain)
-	if !schema.ValidEmail("postmaster@" + m.Domain) {
-		return usageError{fmt.Sprintf("--domain %q is not a domain name with a dotted label and a TLD", m.Domain)}
-	}
-	if m.BaseURL != "" {
-		// It is the server URL of /openapi.json and the prefix of every download link.
-		u, err := url.Parse(m.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return usageError{fmt.Sprintf("--base-url %q: want the public http:// or https:// URL of the server, such as https://mail.example.com", m.BaseURL)}
-		}
-	}
-	proxies, err := server.ParseTrustedProxies(m.TrustedProxies)
-	if err != nil {
-		return usageError{"--trusted-proxy: " + err.Error()}
-	}
-	if m.HTTPMaxConnections < 0 {
-		return usageError{fmt.Sprintf("--http-max-connections %d: give a number of connections, at least 1", m.HTTPMaxConnections)}
+	m.fillDefaults()
+	p := &parts{}
+	if err := m.checkFlags(p); err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
 			m.closers.close() // the error that stopped Run is the one reported
 		}
 	}()
-	outbound, tlsConfig, err := m.mailConfig()
-	if err != nil {
-		return err
-	}
-	scanner, err := m.protectConfig()
-	if err != nil {
-		return err
-	}
-	analyzer, err := m.triageProvider()
-	if err != nil {
-		return err
-	}
-	if m.PProf != "" {
-		if m.pprofLn, err = startPprof(m.PProf); err != nil {
-			return usageError{err.Error()}
-		}
-		m.closers.add(ignoreErr(m.pprofLn.Close))
-		fmt.Fprintf(m.Stdout, "profiles at http://%s/debug/pprof/\n", m.pprofLn.Addr())
-	}
-	// The listeners open before the database is touched: a port in use must not leave a
-	// first start's one-time credentials created and printed for a server that never ran.
-	if m.HTTPAddr == "" {
-		return usageError{"--http: name the address to listen on, such as 127.0.0.1:8080 (an empty one would be every interface)"}
-	}
-	ln, err := net.Listen("tcp", m.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	m.listener = ln
-	listeners := []int{m.closers.add(ln.Close)}
-	if m.BaseURL == "" {
-		m.BaseURL = "http://" + ln.Addr().String()
-	}
-	if m.SMTPAddr != "" {
-		if m.smtpLn, err = net.Listen("tcp", m.SMTPAddr); err != nil {
+	for _, step := range []func(context.Context, *parts) error{
+		m.readMailFlags,
+		m.buildScanner,
+		m.buildTriage,
+		m.servePprof,
+		// The listeners open before the database is touched: a port in use must not
+		// leave a first start's one-time credentials created and printed for a server
+		// that never ran.
+		m.listen,
+		m.openStore,
+		m.loadFixtures,
+		m.ensureOperator,
+		m.buildMail,
+		m.buildSMTP,
+		m.openIndex,
+		m.buildAPI,
+	} {
+		if err := step(ctx, p); err != nil {
 			return err
 		}
-		listeners = append(listeners, m.closers.add(m.smtpLn.Close))
 	}
-	store, err := sqlite.Open(ctx, m.DBPath, sqlite.Options{})
-	if err != nil {
-		return err
-	}
-	m.store = store
-	m.closers.add(store.Close)
-	if err := m.seed(ctx); err != nil {
-		return err
-	}
-	if err := m.operator(ctx); err != nil {
-		return err
-	}
-	v, err := schema.New()
-	if err != nil {
-		return err
-	}
-	mc := mail.Config{Store: store, Domain: m.Domain, Log: m.Log, Outbound: outbound, Protect: scanner, NoTriage: analyzer == nil}
-	if analyzer != nil {
-		mc.TriageNow = analyzer.Inline() // the worker still takes mail released from quarantine
-	}
-	svc := mail.NewService(mc)
-	metrics := server.NewMetrics()           // shared by the HTTP API and the SMTP listener
-	budget := server.NewBudget(m.MailBudget) // likewise
-	var arrivals *server.Arrivals // searches yield to mail arriving over SMTP
-	if m.smtpLn != nil {
-		arrivals = server.NewArrivals()
-		m.smtp = server.NewSMTP(svc, server.SMTPConfig{Hostname: m.Domain, TLS: tlsConfig, Metrics: metrics,
-			MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: budget,
-			Arrivals: arrivals}, m.Log)
-	}
-	// Full-text search: the index lives beside the database and follows its queue.
-	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(store), search.Options{Log: m.Log})
-	if err := m.search.Start(ctx); err != nil {
-		return err
-	}
-	m.closers.add(m.search.Close)
-	conns := m.connLimit()
-	api, err := server.New(store, svc, v, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version, Search: m.search,
-		Metrics: metrics, MetricsToken: m.MetricsToken, Budget: budget, TrustedProxies: proxies, Conns: conns, SQLiteVersion: sqlite.Version(),
-		Arrivals: arrivals}, m.Log)
-	if err != nil {
-		return err
-	}
-	m.api = api
-	m.http = &http.Server{
-		Handler:           api,
-		ConnState:         conns.ConnState,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    1 << 20, // long query strings reach the validator and get a 422 naming the parameter
-	}
-	// Nothing fails from here. The servers own their listeners (their Shutdown closes
-	// them), and stopServing, run first by Close, drains them and stops the workers.
-	for _, i := range listeners {
-		m.closers.handOff(i)
-	}
-	m.closers.add(m.stopServing)
-	workCtx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.done = make(chan struct{}, 2)
-	go func() { svc.RunOutbound(workCtx); m.done <- struct{}{} }()
-	if analyzer != nil {
-		m.triageDone = make(chan struct{})
-		w := &triage.Worker{Store: store, Provider: analyzer, Log: m.Log}
-		go func() { w.Run(workCtx); close(m.triageDone) }()
-	}
-	go func() {
-		if err := m.http.Serve(conns.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.Log.Error("http server stopped", "err", err)
-		}
-		m.done <- struct{}{}
-	}()
-	if m.smtp != nil {
-		m.smtpDone = make(chan struct{})
-		go func() {
-			if err := m.smtp.Serve(m.smtpLn); err != nil {
-				m.Log.Error("smtp server stopped", "err", err)
-			}
-			close(m.smtpDone)
-		}()
-	}
-	fmt.Fprintf(m.Stdout, "inboxd %s listening on %s (API base %s, domain %s, database %s)\n", version, ln.Addr(), m.BaseURL, m.Domain, m.DBPath)
-	if m.smtp != nil {
-		fmt.Fprintf(m.Stdout, "SMTP listening on %s (STARTTLS %s)\n", m.smtpLn.Addr(), map[bool]string{true: "on", false: "off"}[tlsConfig != nil])
-	}
-	return nil
-}
-
-// mailConfig reads the flags of outbound mail and of the SMTP listener's STARTTLS.
-func (m *Main) mailConfig() (mail.OutboundConfig, *tls.Config, error) {
-	var out mail.OutboundConfig
-	if m.Relay != "" {
-		r, err := mail.ParseRelay(m.Relay, m.Domain)
-		if err != nil {
-			return out, nil, usageError{"--relay: " + err.Error()}
-		}
-		out.Transport = r
-		m.closers.add(ignoreErr(r.Close))
-		m.Log.Info("outbound mail goes through the relay", "relay", r.String())
-	} else {
-		m.Log.Info("no --relay: mail to recipients outside this server is recorded delivered with provider sink and not sent (the test-double mode)")
-	}
-	if (m.DKIMKey == "") != (m.DKIMSelector == "") {
-		return out, nil, usageError{"--dkim-key and --dkim-selector go together"}
-	}
-	if m.DKIMKey != "" {
-		d, err := mail.LoadDKIM(m.DKIMKey, m.DKIMSelector)
-		if err != nil {
-			return out, nil, usageError{"--dkim-key: " + err.Error()}
-		}
-		out.DKIM = d
-		// Mail is signed for the domain of its From: the record goes under each domain mail
-		// is sent from; the log names the default one.
-		m.Log.Info("DKIM signing of relayed mail", "selector", d.Selector,
-			"dns", d.Selector+"._domainkey."+m.Domain+". TXT "+d.DNSRecord(), "also", "the same record under every other domain mail is sent from")
-	}
-	if (m.TLSCert == "") != (m.TLSKey == "") {
-		return out, nil, usageError{"--tls-cert and --tls-key go together"}
-	}
-	if m.TLSCert != "" && m.SMTPAddr == "" {
-		return out, nil, usageError{"--tls-cert and --tls-key are for SMTP STARTTLS: give --smtp too"}
-	}
-	if m.TLSCert == "" {
-		return out, nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(m.TLSCert, m.TLSKey)
-	if err != nil {
-		return out, nil, usageError{"--tls-cert/--tls-key: " + err.Error()}
-	}
-	return out, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
-// triageProvider builds the triage provider of --triage, or nil for off.
-func (m *Main) triageProvider() (triage.Provider, error) {
-	if m.Triage != "llm" && (m.TriageURL != "" || m.TriageModel != "" || m.TriageKey != "") {
-		return nil, usageError{"--triage-url, --triage-model and --triage-key need --triage llm"}
-	}
-	switch m.Triage {
-	case "", "builtin":
-		return triage.NewBuiltin()
-	case "llm":
-		if m.TriageURL == "" || m.TriageModel == "" {
-			return nil, usageError{"--triage llm needs --triage-url and --triage-model"}
-		}
-		p, err := triage.NewLLM(m.TriageURL, m.TriageModel, m.TriageKey, nil)
-		if err != nil {
-			return nil, usageError{err.Error()}
-		}
-		m.Log.Info("triage through an LLM endpoint", "model", m.TriageModel)
-		return p, nil
-	case "off":
-		m.Log.Info("triage is off: received mail carries no triage")
-		return nil, nil
-	}
-	return nil, usageError{fmt.Sprintf("--triage %q: use builtin, llm or off", m.Triage)}
-}
-
-// protectConfig builds the scanner that gives received mail its protection verdict.
-func (m *Main) protectConfig() (*protect.Scanner, error) {
-	cfg := protect.Config{Spamd: m.Spamd, Clamd: m.Clamd, Now: time.Now}
-	switch m.DNS {
-	case "":
-		cfg.Resolver = protect.SystemResolver()
-	case "off":
-		m.Log.Info("--dns off: SPF, DKIM and DMARC are not checked (results unavailable)")
-	default:
-		r, err := protect.ServerResolver(m.DNS)
-		if err != nil {
-			return nil, usageError{"--dns: " + err.Error()}
-		}
-		cfg.Resolver = r
-	}
-	s, err := protect.New(cfg)
-	if err != nil {
-		return nil, usageError{err.Error()}
-	}
-	return s, nil
-}
-
-// connLimit is the HTTP connection cap of --http-max-connections, lowered to what the
-// open-file limit allows.
-func (m *Main) connLimit() *server.ConnLimit {
-	want := cmp.Or(m.HTTPMaxConnections, server.DefaultHTTPMaxConnections)
-	limit, lowered := server.FitHTTPMaxConnections(want, openFileLimit())
-	if lowered {
-		m.Log.Warn("HTTP connection cap lowered to half the open-file limit (raise LimitNOFILE to allow more)",
-			"asked", want, "cap", limit, "nofile", openFileLimit())
-	}
-	return server.NewConnLimit(limit)
-}
-
-// operator makes sure the review dashboard has a password, printing a generated one once.
-func (m *Main) operator(ctx context.Context) error {
-	generated, err := server.EnsureOperatorPassword(ctx, m.store, m.AdminPassword)
-	if err != nil {
-		return err
-	}
-	if generated != "" {
-		fmt.Fprintf(m.Stdout, "review dashboard: operator %q, password (shown once, stored hashed): %s\n", server.Operator, generated)
-	}
+	// Nothing fails from here.
+	m.handOffListeners(p)
+	m.startWorkers(p)
+	m.serve(p)
+	m.announce(p)
 	return nil
 }
 
@@ -645,72 +404,6 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // Close drains in-flight requests (bounded), stops the workers and closes the search
 // index, the database and the rest of what Run acquired, last first.
 func (m *Main) Close() error { return m.closers.close() }
-
-// stopServing drains in-flight HTTP requests and SMTP sessions (bounded) and stops the
-// workers.
-func (m *Main) stopServing() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	err := m.http.Shutdown(ctx)
-	if m.smtp != nil {
-		// Sessions inside DATA finish and get their answer; idle ones are closed.
-		if e := m.smtp.Shutdown(ctx); err == nil {
-			err = e
-		}
-		<-m.smtpDone
-	}
-	m.api.Close()
-	m.cancel()
-	<-m.done
-	<-m.done
-	if m.triageDone != nil {
-		<-m.triageDone
-	}
-	return err
-}
-
-// seed loads the requested fixtures, then makes sure a fresh database has an account to
-// use: on an empty database a default account is created and its key printed once.
-func (m *Main) seed(ctx context.Context) error {
-	var results []*fixtures.Result
-	if len(m.Seeds) > 0 {
-		rs, err := fixtures.LoadFiles(ctx, m.store, m.Seeds, m.Domain)
-		if err != nil {
-			return err
-		}
-		results = rs
-	}
-	if m.Demo {
-		r, err := fixtures.LoadDemo(ctx, m.store, m.Domain)
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
-	}
-	for _, r := range results {
-		for _, k := range r.Keys {
-			if k.Inbox != "" {
-				fmt.Fprintf(m.Stdout, "mailbox key for %s (account %s): %s\n", k.Inbox, k.Account, k.Token)
-			} else {
-				fmt.Fprintf(m.Stdout, "account key for %s [%s]: %s\n", k.Account, strings.Join(k.Scopes, " "), k.Token)
-			}
-		}
-	}
-	n, err := m.store.CountAccounts(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
-	if err := db.EnsureAccount(ctx, m.store, db.Account{ID: defaultAccount, Plan: db.PlanExempt}, nil); err != nil {
-		return err
-	}
-	token := db.GenerateAccountToken()
-	expires := m.store.Now().AddDate(0, 0, db.MaxKeyDays)
-	if err := db.CreateKey(ctx, m.store, db.NewKey{AccountID: defaultAccount, Token: token, Scopes: db.AllScopes(), ExpiresAt: &expires}); err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "created account %q; its full-scope key (shown once, valid until %s):\n%s\n", defaultAccount, expires.Format(time.DateOnly), token)
-	return nil
-}
 
 // defaultAccount is the account a fresh database gets.
 const defaultAccount = "default"

@@ -1,6 +1,8 @@
 // Package server is everything that listens: the /v1 HTTP API, auth, error mapping,
-// /openapi.json, /healthz and attachment downloads. Handlers translate HTTP to calls on
-// db and mail; the rules live there.
+// /openapi.json, /healthz, /metrics, attachment downloads, /mcp, the quarantine review
+// dashboard and the inbound SMTP listener, with what they share (the memory budget, the
+// connection caps, the search threads that yield to arriving mail). Handlers translate
+// HTTP and SMTP to calls on db and mail; the rules live there.
 package server
 
 import (

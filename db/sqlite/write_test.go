@@ -207,12 +207,21 @@ func TestLoneWriteCommitsAtOnce(t *testing.T) {
 	}
 }
 
-// Writes that arrive one after another, each after the one before has started to
-// commit, still share commits: the store waits a moment for a stream's next write.
+// Writes that arrive one after another while the store is busy share commits, even
+// when each arrives after the one before has started to commit: the store waits a moment
+// for a stream's next write.
 func TestStreamOfWritesShareCommits(t *testing.T) {
 	c := qt.New(t)
 	s := tempStore(t)
-	s.writes.gatherWait = 50 * time.Millisecond
+	s.writes.gatherWait = 5 * time.Millisecond
+	// A commit in progress when the stream starts, as under load.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.write(context.Background(), func(*sql.Tx) error {
+		close(held)
+		<-hold
+		return nil
+	})
+	<-held
 	const n = 40
 	txs := make([]*sql.Tx, n)
 	var wg sync.WaitGroup
@@ -225,6 +234,9 @@ func TestStreamOfWritesShareCommits(t *testing.T) {
 			txs[i] = tx
 		}()
 		time.Sleep(300 * time.Microsecond)
+		if i == 2 {
+			close(hold)
+		}
 	}
 	wg.Wait()
 	distinct := map[*sql.Tx]bool{}
