@@ -61,7 +61,6 @@ type serverOptions struct {
 	origin  bool                              // the API's base URL is its own origin (the dashboard's forms)
 	smtp    *server.SMTPConfig                // also an SMTP listener on loopback
 	source  func(search.Source) search.Source // wraps the store as the indexer reads it
-	logTo   io.Writer                         // where the servers log (nil: nowhere)
 }
 
 // newServer builds and starts the server opts describe.
@@ -74,11 +73,7 @@ func newServer(t testing.TB, opts serverOptions) *testServer {
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
-	logTo := opts.logTo
-	if logTo == nil {
-		logTo = io.Discard
-	}
-	log := slog.New(slog.NewTextHandler(logTo, nil))
+	log := slog.New(slog.DiscardHandler)
 	mc := mail.Config{Store: store, Domain: testDomain, Log: log}
 	if opts.protect != nil {
 		mc.Protect, err = protect.New(*opts.protect)
