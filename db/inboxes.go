@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // NewInbox is an inbox to create.
@@ -71,7 +69,7 @@ func CreateInbox(ctx context.Context, st Units, n NewInbox) (*Inbox, error) {
 		if status == "" {
 			status = DeliveryReady
 		}
-		out = &Inbox{UUID: uuid.NewString(), AccountID: n.AccountID, InboxID: addr, Address: addr, DisplayName: n.DisplayName,
+		out = &Inbox{UUID: newUUID(), AccountID: n.AccountID, InboxID: addr, Address: addr, DisplayName: n.DisplayName,
 			Group: n.Group, DeliveryStatus: status, SetupAvailable: true, CreatedAt: Time{Time: tx.Now().Truncate(time.Millisecond)}}
 		out.ID, err = tx.InsertInbox(out)
 		return err

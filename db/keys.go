@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Key prefixes the official clients insist on (API-NOTES section 1).
@@ -71,7 +69,7 @@ type NewKey struct {
 }
 
 // GenerateAccountToken returns a fresh account key: bze_<uuid>.<43 base64url chars>.
-func GenerateAccountToken() string { return AccountKeyPrefix + uuid.NewString() + "." + randomPart() }
+func GenerateAccountToken() string { return AccountKeyPrefix + newUUID() + "." + randomPart() }
 
 // GenerateMailboxToken returns a fresh mailbox key for the inbox with the given uuid.
 func GenerateMailboxToken(inboxUUID string) string {
