@@ -198,11 +198,11 @@ func (t *Triage) ReplyFilter() string {
 	}
 	switch {
 	case t.NeedsReply.Value == nil:
-		return "uncertain"
+		return replyUncertain
 	case *t.NeedsReply.Value:
-		return "yes"
+		return replyYes
 	default:
-		return "no"
+		return replyNo
 	}
 }
 

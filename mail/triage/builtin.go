@@ -53,11 +53,11 @@ func (b *Builtin) Predict(in Input) Scores {
 	sc.InputTokens = int64(s.vec.vector(in, &s.x))
 	h := b.model.Heads
 	h[HeadCategory].predict(&s.x, s.out[:])
-	copy(sc.Category[:], s.out[:len(Categories)])
+	copy(sc.Category[:], s.out[:len(sc.Category)])
 	h[HeadReply].predict(&s.x, s.out[:])
 	sc.NeedsReply = s.out[1]
 	h[HeadUrgency].predict(&s.x, s.out[:])
-	copy(sc.Urgency[:], s.out[:len(UrgencyLevels)])
+	copy(sc.Urgency[:], s.out[:len(sc.Urgency)])
 	return sc
 }
 

@@ -37,39 +37,32 @@ func Backoff(attempt int, retryAfter time.Duration) time.Duration {
 // answerSchema is the JSON the model must answer with: a probability for every category,
 // the probability that the message needs a reply, and a probability for every urgency
 // level. It is sent with the request (structured output) and every answer is validated
-// against it before anything of it is used.
-const answerSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "required": ["category", "needsReply", "urgency"],
-  "properties": {
-    "category": {
-      "type": "object",
-      "additionalProperties": false,
-      "required": ["billing", "support", "sales", "personal", "notification", "other"],
-      "properties": {
-        "billing": {"type": "number", "minimum": 0, "maximum": 1},
-        "support": {"type": "number", "minimum": 0, "maximum": 1},
-        "sales": {"type": "number", "minimum": 0, "maximum": 1},
-        "personal": {"type": "number", "minimum": 0, "maximum": 1},
-        "notification": {"type": "number", "minimum": 0, "maximum": 1},
-        "other": {"type": "number", "minimum": 0, "maximum": 1}
-      }
-    },
-    "needsReply": {"type": "number", "minimum": 0, "maximum": 1},
-    "urgency": {
-      "type": "object",
-      "additionalProperties": false,
-      "required": ["low", "normal", "high", "critical"],
-      "properties": {
-        "low": {"type": "number", "minimum": 0, "maximum": 1},
-        "normal": {"type": "number", "minimum": 0, "maximum": 1},
-        "high": {"type": "number", "minimum": 0, "maximum": 1},
-        "critical": {"type": "number", "minimum": 0, "maximum": 1}
-      }
-    }
-  }
-}`
+// against it before anything of it is used. bounded gives every probability its minimum
+// and maximum: the schema sent along leaves them out, since some endpoints' strict
+// structured output refuses them, while answers are validated with them.
+func answerSchema(bounded bool) ([]byte, error) {
+	prob := map[string]any{"type": "number"}
+	if bounded {
+		prob["minimum"], prob["maximum"] = 0, 1
+	}
+	distribution := func(keys []string) map[string]any {
+		props := make(map[string]any, len(keys))
+		for _, k := range keys {
+			props[k] = prob
+		}
+		return map[string]any{"type": "object", "additionalProperties": false, "required": keys, "properties": props}
+	}
+	return json.Marshal(map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []string{"category", "needsReply", "urgency"},
+		"properties": map[string]any{
+			"category":   distribution(db.TriageCategories()),
+			"needsReply": prob,
+			"urgency":    distribution(db.UrgencyLevels()),
+		},
+	})
+}
 
 // systemPrompt states the task. The message itself travels in the user turn as a JSON
 // document, so nothing in it can pose as part of these instructions.
@@ -107,16 +100,21 @@ func NewLLM(baseURL, model, key string, client *http.Client) (*LLM, error) {
 	if model == "" || len(model) > maxModelName {
 		return nil, fmt.Errorf("triage: --triage-model must be 1-%d characters", maxModelName)
 	}
-	schema, err := gojsonschema.NewSchema(gojsonschema.NewStringLoader(answerSchema))
+	bounded, err := answerSchema(true)
+	if err != nil {
+		return nil, err
+	}
+	sent, err := answerSchema(false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(bounded))
 	if err != nil {
 		return nil, fmt.Errorf("triage: answer schema: %w", err)
 	}
 	if client == nil {
 		client = &http.Client{Timeout: 2 * time.Minute}
 	}
-	// The bounds stay out of the schema sent along: some endpoints' strict structured output
-	// refuses minimum and maximum. Answers are still validated against the full schema.
-	sent := strings.ReplaceAll(answerSchema, `, "minimum": 0, "maximum": 1`, "")
 	format, err := json.Marshal(map[string]any{
 		"type":        "json_schema",
 		"json_schema": map[string]any{"name": "triage", "strict": true, "schema": json.RawMessage(sent)},
@@ -261,10 +259,10 @@ func (l *LLM) parse(raw []byte) (Scores, error) {
 		return invalid("the answer is not JSON: %v", err)
 	}
 	var s Scores
-	for i, c := range Categories {
+	for i, c := range db.TriageCategories() {
 		s.Category[i] = a.Category[c]
 	}
-	for i, u := range UrgencyLevels {
+	for i, u := range db.UrgencyLevels() {
 		s.Urgency[i] = a.Urgency[u]
 	}
 	// Models round; a distribution that is far from summing to 1 is not an answer.

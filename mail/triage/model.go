@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // ModelName names the built-in model and its version. A retrained model with different
@@ -63,8 +65,8 @@ func LoadModel(b []byte) (*Model, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("triage: model: %w", err)
 	}
-	if len(m.Heads) != 3 || len(m.Heads[HeadCategory].Classes) != len(Categories) || len(m.Heads[HeadReply].Classes) != 2 ||
-		len(m.Heads[HeadUrgency].Classes) != len(UrgencyLevels) {
+	if len(m.Heads) != 3 || len(m.Heads[HeadCategory].Classes) != len(db.TriageCategories()) || len(m.Heads[HeadReply].Classes) != 2 ||
+		len(m.Heads[HeadUrgency].Classes) != len(db.UrgencyLevels()) {
 		return nil, fmt.Errorf("triage: model %s: heads do not match the triage result", m.Name)
 	}
 	for _, h := range m.Heads {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Example is one labelled message of the corpus.
@@ -18,7 +20,7 @@ type Example struct {
 	Split    string // train | test
 	Scenario string
 	In       Input
-	Category int  // index in Categories
+	Category int  // index in db.TriageCategories
 	Reply    bool // needs a reply
 	Urgency  int  // 0-3
 }
@@ -60,7 +62,7 @@ func LoadCorpus(path string) ([]Example, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: receivedAt: %w", path, n, err)
 		}
-		cat := slices.Index(Categories, l.Labels.Category)
+		cat := slices.Index(db.TriageCategories(), l.Labels.Category)
 		if cat < 0 || l.Labels.Urgency < 0 || l.Labels.Urgency > 3 || (l.Split != "train" && l.Split != "test") {
 			return nil, fmt.Errorf("%s:%d: bad labels or split", path, n)
 		}
@@ -148,7 +150,7 @@ func Train(examples []Example, opts TrainOptions) *Model {
 		name, kind string
 		classes    []string
 	}{
-		{"category", kindSoftmax, Categories},
+		{"category", kindSoftmax, db.TriageCategories()},
 		{"needsReply", kindSoftmax, []string{"false", "true"}},
 		{"urgency", kindOrdinal, []string{"0", "1", "2", "3"}},
 	}

@@ -34,12 +34,6 @@ const (
 	urgencyNullLT = 0.5
 )
 
-// Categories in the order the model and the wire use.
-var Categories = []string{"billing", "support", "sales", "personal", "notification", "other"}
-
-// UrgencyLevels are the urgency values for scores 0 to 3.
-var UrgencyLevels = []string{"low", "normal", "high", "critical"}
-
 // Input is what a provider sees of a message: sender, up to 50 recipients, subject,
 // received time and the first 32,768 characters of the plain text. No HTML, attachments or
 // Bcc.
@@ -89,7 +83,7 @@ func cutChars(s string, n int) (string, bool) {
 }
 
 // Scores are a provider's answer before thresholds: a probability distribution over the
-// categories (in Categories order), the probability that the message needs a reply, and a
+// categories (in db.TriageCategories order), the probability that the message needs a reply, and a
 // distribution over urgency levels 0-3.
 type Scores struct {
 	// Model is the model that answered, when the provider reports one more precisely than
@@ -157,8 +151,9 @@ func Derive(s Scores, model string, analyzedAt time.Time, duration time.Duration
 			best = i
 		}
 	}
-	catProbs := make(map[string]float64, len(Categories))
-	for i, c := range Categories {
+	categories := db.TriageCategories()
+	catProbs := make(map[string]float64, len(categories))
+	for i, c := range categories {
 		catProbs[c] = cat[i]
 	}
 	p := round4(clamp01(s.NeedsReply))
@@ -181,7 +176,7 @@ func Derive(s Scores, model string, analyzedAt time.Time, duration time.Duration
 	conf := urg[level]
 	var urgency *string
 	if conf >= urgencyNullLT {
-		urgency = ptr(UrgencyLevels[level])
+		urgency = ptr(db.UrgencyLevels()[level])
 	}
 	if len(model) > maxModelName {
 		model = model[:maxModelName]
@@ -195,7 +190,7 @@ func Derive(s Scores, model string, analyzedAt time.Time, duration time.Duration
 		DurationMs:    &ms,
 		BodyTruncated: ptr(truncated),
 		Usage:         &db.TriageUsage{InputTokens: max(s.InputTokens, 0), OutputTokens: max(s.OutputTokens, 0)},
-		Category:      &db.TriageCategory{Value: Categories[best], Confidence: cat[best], Probabilities: catProbs},
+		Category:      &db.TriageCategory{Value: categories[best], Confidence: cat[best], Probabilities: catProbs},
 		NeedsReply:    &db.TriageNeedsReply{Value: reply, Probability: p},
 		Urgency:       &db.TriageUrgency{Value: urgency, Score: score, Confidence: conf, Probabilities: urgProbs},
 	}

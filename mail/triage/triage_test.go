@@ -8,6 +8,8 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 func sum(m map[string]float64) float64 {
@@ -85,7 +87,7 @@ func TestDeriveShape(t *testing.T) {
 	c.Assert(tr.Category.Value, qt.Equals, "sales")
 	c.Assert(tr.Category.Confidence, qt.Equals, 0.3)
 	c.Assert(tr.Category.Probabilities, qt.HasLen, 6)
-	for _, k := range Categories {
+	for _, k := range db.TriageCategories() {
 		_, ok := tr.Category.Probabilities[k]
 		c.Assert(ok, qt.IsTrue, qt.Commentf("category %s", k))
 	}
@@ -173,8 +175,8 @@ func TestCorpus(t *testing.T) {
 		c.Assert(ids[e.ID], qt.IsFalse, qt.Commentf("duplicate id %s", e.ID))
 		ids[e.ID] = true
 		count[e.Split]++
-		count[e.Split+" "+Categories[e.Category]]++
-		count[e.Split+" urgency "+UrgencyLevels[e.Urgency]]++
+		count[e.Split+" "+db.TriageCategories()[e.Category]]++
+		count[e.Split+" urgency "+db.UrgencyLevels()[e.Urgency]]++
 		if e.Reply {
 			count[e.Split+" reply"]++
 		} else {
@@ -184,7 +186,7 @@ func TestCorpus(t *testing.T) {
 	share := float64(count["test"]) / float64(len(all))
 	c.Assert(share > 0.18 && share < 0.22, qt.IsTrue, qt.Commentf("held-out share %.3f", share))
 	for _, split := range []string{"train", "test"} {
-		for _, k := range append(append([]string{"reply", "no reply"}, Categories...), prefixed("urgency ", UrgencyLevels)...) {
+		for _, k := range append(append([]string{"reply", "no reply"}, db.TriageCategories()...), prefixed("urgency ", db.UrgencyLevels())...) {
 			c.Check(count[split+" "+k] >= 10, qt.IsTrue, qt.Commentf("%s %s: %d", split, k, count[split+" "+k]))
 		}
 	}

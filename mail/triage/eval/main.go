@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail/triage"
 )
 
@@ -106,7 +107,7 @@ func score(b *triage.Builtin, e triage.Example) result {
 	s, _ := b.Analyze(context.Background(), e.In)
 	t := triage.Derive(s, b.Model(), time.Now(), 0, e.In.Truncated)
 	cat := 0
-	for i, c := range triage.Categories {
+	for i, c := range db.TriageCategories() {
 		if c == t.Category.Value {
 			cat = i
 		}
@@ -126,9 +127,9 @@ func report(rs []result) {
 	n := len(rs)
 	// Category.
 	okCat := 0
-	confusion := make([][]int, len(triage.Categories))
+	confusion := make([][]int, len(db.TriageCategories()))
 	for i := range confusion {
-		confusion[i] = make([]int, len(triage.Categories))
+		confusion[i] = make([]int, len(db.TriageCategories()))
 	}
 	for _, r := range rs {
 		confusion[r.e.Category][r.category]++
@@ -179,12 +180,12 @@ func report(rs []result) {
 
 	fmt.Println("category confusion matrix (rows: label, columns: predicted)")
 	fmt.Printf("%-14s", "")
-	for _, c := range triage.Categories {
+	for _, c := range db.TriageCategories() {
 		fmt.Printf("%8.7s", c)
 	}
 	fmt.Printf("%8s\n", "recall")
 	for i, row := range confusion {
-		fmt.Printf("%-14s", triage.Categories[i])
+		fmt.Printf("%-14s", db.TriageCategories()[i])
 		t := 0
 		for _, v := range row {
 			fmt.Printf("%8d", v)
@@ -193,7 +194,7 @@ func report(rs []result) {
 		fmt.Printf("%8s\n", pct(row[i], t))
 	}
 	fmt.Printf("%-14s", "precision")
-	for j := range triage.Categories {
+	for j := range db.TriageCategories() {
 		t := 0
 		for i := range confusion {
 			t += confusion[i][j]
@@ -209,7 +210,7 @@ func report(rs []result) {
 	}
 	fmt.Printf("%-14s%8s%8s%8s%8s\n", "", "low", "normal", "high", "critical")
 	for i, row := range uc {
-		fmt.Printf("%-14s%8d%8d%8d%8d\n", triage.UrgencyLevels[i], row[0], row[1], row[2], row[3])
+		fmt.Printf("%-14s%8d%8d%8d%8d\n", db.UrgencyLevels()[i], row[0], row[1], row[2], row[3])
 	}
 	fmt.Println("\nneedsReply confusion (rows: label; columns: value after thresholds)")
 	rc := map[string]int{}
@@ -228,7 +229,7 @@ func report(rs []result) {
 	miss := map[string]int{}
 	for _, r := range rs {
 		if r.category != r.e.Category {
-			miss[r.e.Scenario+" -> "+triage.Categories[r.category]]++
+			miss[r.e.Scenario+" -> "+db.TriageCategories()[r.category]]++
 		}
 	}
 	keys := make([]string, 0, len(miss))
@@ -288,7 +289,7 @@ func abs(x int) int {
 // the best rule on one word ("if the message contains w, say A, else B"), both chosen on
 // the training split and scored on the held-out one.
 func baselines(train, test []triage.Example) {
-	counts := make([]int, len(triage.Categories))
+	counts := make([]int, len(db.TriageCategories()))
 	for _, e := range train {
 		counts[e.Category]++
 	}
@@ -304,7 +305,7 @@ func baselines(train, test []triage.Example) {
 			ok++
 		}
 	}
-	fmt.Printf("baseline: always %q            %s of held-out categories\n", triage.Categories[major], pct(ok, len(test)))
+	fmt.Printf("baseline: always %q            %s of held-out categories\n", db.TriageCategories()[major], pct(ok, len(test)))
 	words := func(e triage.Example) map[string]bool {
 		set := map[string]bool{}
 		for _, w := range strings.FieldsFunc(strings.ToLower(e.In.Subject+" "+e.In.Text), func(r rune) bool {
@@ -321,7 +322,7 @@ func baselines(train, test []triage.Example) {
 		trainWords[i] = words(e)
 		for w := range trainWords[i] {
 			if stats[w] == nil {
-				stats[w] = &stat{with: make([]int, len(triage.Categories))}
+				stats[w] = &stat{with: make([]int, len(db.TriageCategories()))}
 			}
 			stats[w].with[e.Category]++
 		}
@@ -329,7 +330,7 @@ func baselines(train, test []triage.Example) {
 	bestWord, bestTrain, bestA, bestB := "", -1, 0, 0
 	for w, s := range stats {
 		a, b := 0, 0
-		without := make([]int, len(triage.Categories))
+		without := make([]int, len(db.TriageCategories()))
 		for i := range counts {
 			without[i] = counts[i] - s.with[i]
 		}
@@ -356,7 +357,7 @@ func baselines(train, test []triage.Example) {
 		}
 	}
 	fmt.Printf("baseline: best one-word rule %-8q %s of held-out categories (contains it: %s, else %s)\n\n", bestWord, pct(ok, len(test)),
-		triage.Categories[bestA], triage.Categories[bestB])
+		db.TriageCategories()[bestA], db.TriageCategories()[bestB])
 }
 
 // handwritten scores messages written by hand, apart from the generator, with other
@@ -382,7 +383,7 @@ func handwritten(b *triage.Builtin, path string) error {
 		}
 		if r.category != e.Category || (r.replyP >= 0.5) != e.Reply || abs(level-e.Urgency) > 1 {
 			misses = append(misses, fmt.Sprintf("  %s %-52.52q label %s/%t/%d, got %s (%.2f) / %.2f / %.2f", e.ID, e.In.Subject,
-				triage.Categories[e.Category], e.Reply, e.Urgency, triage.Categories[r.category], r.catConf, r.replyP, r.urgScore))
+				db.TriageCategories()[e.Category], e.Reply, e.Urgency, db.TriageCategories()[r.category], r.catConf, r.replyP, r.urgScore))
 		}
 	}
 	n := len(ex)

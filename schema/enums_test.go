@@ -1,0 +1,105 @@
+package schema
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The JSON Schemas must spell out the triage values that db defines in Go: the filters of
+// the list and search operations and the triage object of every message. These tests fail
+// when the two disagree, so a value changed in one place cannot silently be refused (or
+// let through) by the other.
+
+func TestSchemaFiltersSpellTheTriageValuesOfGo(t *testing.T) {
+	defs := loadDefs(t)
+	for name, want := range map[string][]string{
+		"category":         db.TriageCategories(),
+		"urgency":          db.UrgencyLevels(),
+		"needsReplyFilter": db.ReplyFilters(),
+	} {
+		var got []string
+		decodeAt(t, defs, &got, name, "enum")
+		if !slices.Equal(got, want) {
+			t.Errorf("defs.json %s enum is %q; db has %q", name, got, want)
+		}
+	}
+}
+
+func TestSchemaTriageResultSpellsTheTriageValuesOfGo(t *testing.T) {
+	complete := completeTriage(t, loadDefs(t))
+	var probs struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	decodeAt(t, complete, &probs, "properties", "category", "properties", "probabilities")
+	if want := db.TriageCategories(); !slices.Equal(probs.Required, want) || !sameKeys(probs.Properties, want) {
+		t.Errorf("defs.json triage category probabilities require %q and allow %d keys; db has %q", probs.Required, len(probs.Properties), want)
+	}
+	var urgency []*string
+	decodeAt(t, complete, &urgency, "properties", "urgency", "properties", "value", "enum")
+	want := append(db.UrgencyLevels(), "") // the schema's null, decoded as a nil pointer
+	got := make([]string, len(urgency))
+	for i, u := range urgency {
+		if u != nil {
+			got[i] = *u
+		}
+	}
+	if !slices.Equal(got, want) || urgency[len(urgency)-1] != nil {
+		t.Errorf("defs.json triage urgency value enum is %q; db has %q and null", got, db.UrgencyLevels())
+	}
+}
+
+func loadDefs(t *testing.T) json.RawMessage {
+	t.Helper()
+	raw, err := files.ReadFile("json/defs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// completeTriage returns the branch of defs.json's triage oneOf for a complete result.
+func completeTriage(t *testing.T, defs json.RawMessage) json.RawMessage {
+	t.Helper()
+	var branches []json.RawMessage
+	decodeAt(t, defs, &branches, "triage", "oneOf")
+	for _, b := range branches {
+		var status string
+		decodeAt(t, b, &status, "properties", "status", "const")
+		if status == db.TriageComplete {
+			return b
+		}
+	}
+	t.Fatal("defs.json triage has no branch for a complete result")
+	return nil
+}
+
+// decodeAt decodes the member of doc at the path of object keys into v.
+func decodeAt(t *testing.T, doc json.RawMessage, v any, path ...string) {
+	t.Helper()
+	for _, k := range path {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(doc, &obj); err != nil || obj[k] == nil {
+			t.Fatalf("defs.json has no member %q on the path %q", k, path)
+		}
+		doc = obj[k]
+	}
+	if err := json.Unmarshal(doc, v); err != nil {
+		t.Fatalf("defs.json at %q: %v", path, err)
+	}
+}
+
+func sameKeys(m map[string]json.RawMessage, keys []string) bool {
+	if len(m) != len(keys) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
