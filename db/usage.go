@@ -7,6 +7,9 @@ import (
 // PlanExempt is an operator account: nothing is metered. It is not in the public catalog.
 const PlanExempt = "exempt"
 
+// PlanFree is the catalog plan an account is on unless it chose another.
+const PlanFree = "free"
+
 // Metered features.
 const (
 	FeatureInboxes = "inboxes"
@@ -36,7 +39,7 @@ type PlanIncluded struct {
 // Plans returns the plan catalog.
 func Plans() []Plan {
 	return []Plan{
-		{"free", "Free", "Try agents with real inboxes. No card required.", 0,
+		{PlanFree, "Free", "Try agents with real inboxes. No card required.", 0,
 			PlanIncluded{Inboxes: 5, Sends: 1000, Triage: 500, CustomDomains: 0, StorageMb: 1024, Seats: 1}, false},
 		{"developer", "Developer", "For one person's agents in production.", 20,
 			PlanIncluded{Inboxes: 10, Sends: 10000, Triage: 10000, CustomDomains: 5, StorageMb: 10240, Seats: 2}, true},
@@ -53,6 +56,16 @@ func PlanByID(id string) (Plan, bool) {
 		}
 	}
 	return Plan{}, false
+}
+
+// AccountPlans returns the id of every plan an account may be on: the catalog's and
+// PlanExempt.
+func AccountPlans() []string {
+	ids := []string{}
+	for _, p := range Plans() {
+		ids = append(ids, p.PlanID)
+	}
+	return append(ids, PlanExempt)
 }
 
 // Usage is the getUsage response (API-NOTES section 12).

@@ -8,8 +8,9 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// The JSON Schemas must spell out the triage values that db defines in Go: the filters of
-// the list and search operations and the triage object of every message. These tests fail
+// The JSON Schemas must spell out values that db defines in Go: the triage values in the
+// filters of the list and search operations and in the triage object of every message,
+// and the plan catalog in getUsage's response. These tests fail
 // when the two disagree, so a value changed in one place cannot silently be refused (or
 // let through) by the other.
 
@@ -52,6 +53,23 @@ func TestSchemaTriageResultSpellsTheTriageValuesOfGo(t *testing.T) {
 	}
 }
 
+// The plan catalog has its home in db; getUsage's response schema names its plans.
+func TestSchemaPlanCatalogIsTheCatalogOfGo(t *testing.T) {
+	raw, err := files.ReadFile("json/ops/getUsage.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	decodeAt(t, raw, &got, "response", "properties", "plans", "items", "properties", "planId", "enum")
+	var want []string
+	for _, p := range db.Plans() {
+		want = append(want, p.PlanID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("getUsage.json plans planId enum is %q; db's catalog has %q", got, want)
+	}
+}
+
 func loadDefs(t *testing.T) json.RawMessage {
 	t.Helper()
 	raw, err := files.ReadFile("json/defs.json")
@@ -83,12 +101,12 @@ func decodeAt(t *testing.T, doc json.RawMessage, v any, path ...string) {
 	for _, k := range path {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(doc, &obj); err != nil || obj[k] == nil {
-			t.Fatalf("defs.json has no member %q on the path %q", k, path)
+			t.Fatalf("the schema has no member %q on the path %q", k, path)
 		}
 		doc = obj[k]
 	}
 	if err := json.Unmarshal(doc, v); err != nil {
-		t.Fatalf("defs.json at %q: %v", path, err)
+		t.Fatalf("the schema at %q: %v", path, err)
 	}
 }
 
