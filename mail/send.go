@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/schema"
 )
 
 // Draft is the body of a send or reply request, already checked against its schema.
@@ -65,8 +66,10 @@ func (s *Service) Reply(ctx context.Context, inbox *db.Inbox, messageID string, 
 	if err != nil {
 		return db.SendResult{}, err
 	}
-	if n := len(plan.To) + len(plan.Cc) + len(plan.Bcc); n > 50 {
-		return db.SendResult{}, db.Errorf(db.ECodeInvalidReply, "cc: the reply would have %d recipients, more than 50", n)
+	// The request's own recipients passed this limit in schema; reply-all adds the
+	// original's, so the reply's recipients are held to it again.
+	if n := len(plan.To) + len(plan.Cc) + len(plan.Bcc); n > schema.MaxRecipients {
+		return db.SendResult{}, db.Errorf(db.ECodeInvalidReply, "cc: the reply would have %d recipients, more than %d", n, schema.MaxRecipients)
 	}
 	parts := outgoingParts{
 		to: plan.To, cc: plan.Cc, bcc: plan.Bcc, subject: plan.Subject, autoSubmitted: "auto-replied",

@@ -7,16 +7,23 @@ import (
 	"unicode/utf8"
 )
 
+// MaxRecipients is how many recipients (to + cc + bcc together) one message may have
+// (spec section 8). It is the one home of the limit: the request check below applies it
+// to what a client names, and mail applies it to the recipients a reply ends up with.
+const MaxRecipients = 50
+
 // Limits that JSON Schema cannot express because they span fields (spec section 8,
 // API-NOTES sections 10, 11 and 16).
 const (
-	maxRecipients     = 50        // to + cc + bcc
 	maxBodyBytes      = 512 << 10 // UTF-8 bytes of text + html
 	maxAttachmentSize = 2 << 20   // decoded bytes of all attachments together
 	maxAddressLength  = 254       // username@domain
 )
 
-// quarantinedLabel is set by the scanner only; API clients can never set or clear it.
+// quarantinedLabel is set by the scanner only; API clients can never set or clear it. It
+// is db.LabelQuarantined, whose rule db.CheckLabelChange applies to label changes; schema
+// imports nothing of inboxd, so it names the label again for send and reply, and a test
+// ties the two.
 const quarantinedLabel = "quarantined"
 
 // crossField applies the rules that span fields. It runs on a body that has passed its
@@ -51,8 +58,8 @@ func checkOutgoing(body map[string]any, needBody bool) *Error {
 			}
 		}
 	}
-	if n > maxRecipients {
-		return invalid(first, "to, cc and bcc together may have at most %d recipients, not %d", maxRecipients, n)
+	if n > MaxRecipients {
+		return invalid(first, "to, cc and bcc together may have at most %d recipients, not %d", MaxRecipients, n)
 	}
 
 	text, hasText := body["text"].(string)
