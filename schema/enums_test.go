@@ -70,6 +70,16 @@ func TestSchemaPlanCatalogIsTheCatalogOfGo(t *testing.T) {
 	}
 }
 
+// Send and reply refuse the label that db reserves for the scanner.
+func TestSchemaRefusesTheLabelDBReservesForTheScanner(t *testing.T) {
+	if quarantinedLabel != db.LabelQuarantined {
+		t.Errorf("schema refuses the label %q; db reserves %q", quarantinedLabel, db.LabelQuarantined)
+	}
+	if db.CheckLabelChange([]string{quarantinedLabel}, nil) == nil {
+		t.Errorf("db lets a client add the label %q that schema refuses", quarantinedLabel)
+	}
+}
+
 func loadDefs(t *testing.T) json.RawMessage {
 	t.Helper()
 	raw, err := files.ReadFile("json/defs.json")
