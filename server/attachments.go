@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -18,12 +17,22 @@ import (
 // DownloadTTL is how long a download URL stays valid (API-NOTES section 11).
 const DownloadTTL = 5 * time.Minute
 
-// downloadSignature signs a download path and its expiry with the server's secret, so a
+// downloadSigned is what a download link's signature covers: its path and expiry, so a
 // link cannot be altered to reach another attachment or live longer.
-func (s *Server) downloadSignature(path string, expires int64) string {
-	mac := hmac.New(sha256.New, s.store.DownloadKey())
-	mac.Write([]byte("attachment\n" + path + "\n" + strconv.FormatInt(expires, 10)))
-	return hex.EncodeToString(mac.Sum(nil))
+func downloadSigned(path string, expires int64) []byte {
+	return []byte("attachment\n" + path + "\n" + strconv.FormatInt(expires, 10))
+}
+
+// downloadSigner signs download links with the server's secret; the whole MAC is used.
+func (s *Server) downloadSigner() db.Signer {
+	return db.NewSigner(s.store.DownloadKey(), sha256.Size)
+}
+
+// validDownloadSignature reports whether sig is the signature, in lower-case hex as links
+// carry it, of path and expires.
+func (s *Server) validDownloadSignature(sig, path string, expires int64) bool {
+	mac, err := hex.DecodeString(sig)
+	return err == nil && hex.EncodeToString(mac) == sig && s.downloadSigner().Verify(mac, downloadSigned(path, expires))
 }
 
 func downloadPath(inboxUUID, messageUUID, attachmentID string) string {
@@ -41,7 +50,7 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request, c *
 	}
 	expires := s.now().Add(DownloadTTL)
 	path := downloadPath(a.InboxUUID, a.MessageUUID, a.AttachmentID)
-	link := s.cfg.BaseURL + path + "?expires=" + strconv.FormatInt(expires.Unix(), 10) + "&signature=" + s.downloadSignature(path, expires.Unix())
+	link := s.cfg.BaseURL + path + "?expires=" + strconv.FormatInt(expires.Unix(), 10) + "&signature=" + hex.EncodeToString(s.downloadSigner().Sign(downloadSigned(path, expires.Unix())))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"downloadUrl":  link,
 		"attachmentId": a.AttachmentID,
@@ -70,7 +79,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, p httpro
 	now := s.now().Unix()
 	path := downloadPath(ids[0], ids[1], ids[2])
 	if err != nil || len(exp) != 10 || perr != nil || expires <= now || expires > now+int64(DownloadTTL/time.Second) ||
-		!hmac.Equal([]byte(q.Get("signature")), []byte(s.downloadSignature(path, expires))) {
+		!s.validDownloadSignature(q.Get("signature"), path, expires) {
 		writeError(w, invalid, s.log)
 		return
 	}

@@ -41,8 +41,8 @@ type Store struct {
 	dsn string // base DSN of the file, for connections outside the two pools
 	now func() time.Time
 
-	tokenKey    []byte // signs page tokens
-	downloadKey []byte // signs attachment download URLs
+	tokens      db.Signer // signs page tokens
+	downloadKey []byte    // signs attachment download URLs
 
 	writes  writeQueue // writes waiting for the committer (write.go)
 	auth    authCache  // resolved API keys (keys.go)
@@ -93,10 +93,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	s.r = r
-	if s.tokenKey, err = s.secret(ctx, "page_token_key"); err != nil {
+	tokenKey, err := s.secret(ctx, "page_token_key")
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.tokens = db.NewSigner(tokenKey, pageTokenMAC)
 	if s.downloadKey, err = s.secret(ctx, "download_key"); err != nil {
 		s.Close()
 		return nil, err
