@@ -23,7 +23,7 @@ type NewMessage struct {
 	Timestamp            time.Time
 	InReplyTo            string
 	References           []string
-	// ThreadCandidates are Message-IDs to thread onto, in header order (mail.ThreadCandidates);
+	// ThreadCandidates are Message-IDs to thread onto, in header order (ThreadCandidates, threading.go);
 	// the one appearing latest that matches a stored, non-quarantined message of the inbox wins.
 	ThreadCandidates []string
 	// ThreadID, when set, puts the message in that thread (a reply joins its original's).

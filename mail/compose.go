@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Outgoing is a message to compose.
@@ -121,7 +123,7 @@ func Compose(o Outgoing) ([]byte, error) {
 
 // validHeaderID accepts a single <...> token that is safe in a header.
 func validHeaderID(id string) bool {
-	return validID(id) && !strings.ContainsAny(id, " \t")
+	return db.ValidMessageID(id) && !strings.ContainsAny(id, " \t")
 }
 
 func isToken(s string) bool {

@@ -15,9 +15,10 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/jhillyerd/enmime/v2"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Attachment is one file carried by a message.
@@ -49,8 +50,6 @@ const (
 	// syntheticIDDomain marks ids inboxd made up for mail that had none;
 	// .invalid can never collide with a real sender's domain.
 	syntheticIDDomain = "inboxd.invalid"
-	// maxIDLen is the RFC 5322 line limit, which also bounds messageId paths.
-	maxIDLen = 998
 	// maxForwardDepth bounds recursion into inline message/rfc822 parts.
 	maxForwardDepth = 3
 	// maxMultiparts guards enmime, which recurses once per nested multipart
@@ -277,41 +276,22 @@ func unfold(v string) string {
 	return strings.Join(strings.Fields(Clean(v)), " ")
 }
 
-// idTokenRE matches a <...> token without white space in it, so no token carries a line
-// break into the References of a reply.
-var idTokenRE = regexp.MustCompile(`<[^<>\s]+>`)
-
 // idTokens returns the <...> tokens of a header value, in order.
 func idTokens(v string) []string {
-	return append([]string{}, idTokenRE.FindAllString(Clean(v), -1)...)
-}
-
-// validID is the shape a Message-ID must have to be stored, threaded on or
-// used in an API path.
-func validID(id string) bool {
-	if len(id) < 3 || len(id) > maxIDLen || id[0] != '<' || id[len(id)-1] != '>' ||
-		strings.ContainsAny(id[1:len(id)-1], "<>") || !utf8.ValidString(id) {
-		return false
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
+	return db.MessageIDTokens(Clean(v))
 }
 
 // messageID accepts the bracketed form and, because some senders omit
 // them, a bare id@domain; "" tells the caller to make up an id.
 func messageID(v string) string {
 	v = strings.TrimSpace(Clean(v))
-	if t := idTokenRE.FindString(v); t != "" {
-		if validID(t) {
-			return t
+	if t := db.MessageIDTokens(v); len(t) > 0 {
+		if db.ValidMessageID(t[0]) {
+			return t[0]
 		}
 		return ""
 	}
-	if strings.Contains(v, "@") && !strings.ContainsFunc(v, unicode.IsSpace) && validID("<"+v+">") {
+	if strings.Contains(v, "@") && !strings.ContainsFunc(v, unicode.IsSpace) && db.ValidMessageID("<"+v+">") {
 		return "<" + v + ">"
 	}
 	return ""

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 func readEML(c *qt.C, name string) []byte {
@@ -473,7 +475,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		assertCleanStrings(qt.New(t), p)
-		if !validID(p.MessageID) {
+		if !db.ValidMessageID(p.MessageID) {
 			t.Fatalf("bad message id %q", p.MessageID)
 		}
 		// These reach the headers of a reply or a download: no line breaks.

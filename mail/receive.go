@@ -112,7 +112,7 @@ func fromParsed(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time) db.N
 		Timestamp:        receivedAt,
 		InReplyTo:        p.InReplyTo,
 		References:       p.References,
-		ThreadCandidates: ThreadCandidates(p.References, p.InReplyTo),
+		ThreadCandidates: db.ThreadCandidates(p.References, p.InReplyTo),
 		Labels:           db.InitialLabels(db.Received, false, nil),
 		Attachments:      atts,
 		Triage:           &db.Triage{Status: db.TriagePending},

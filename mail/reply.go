@@ -4,36 +4,12 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/inboxd/inboxd/db"
 )
 
-const (
-	// maxThreadIDs is how many ids threading and References keep (API-NOTES 5, 10).
-	maxThreadIDs = 50
-	// maxReferencesLen bounds the References header of a reply (API-NOTES 10).
-	maxReferencesLen = 2000
-)
-
-// ThreadCandidates returns the Message-IDs to look up when threading an
-// inbound message: References then In-Reply-To, only well-formed <...>
-// tokens, the last 50 in order. The caller takes the match appearing latest.
-func ThreadCandidates(references []string, inReplyTo string) []string {
-	ids := []string{}
-	add := func(v string) {
-		for _, t := range idTokenRE.FindAllString(v, -1) {
-			if validID(t) {
-				ids = append(ids, t)
-			}
-		}
-	}
-	for _, r := range references {
-		add(r)
-	}
-	add(inReplyTo)
-	if len(ids) > maxThreadIDs {
-		ids = ids[len(ids)-maxThreadIDs:]
-	}
-	return ids
-}
+// maxReferencesLen bounds the References header of a reply (API-NOTES 10).
+const maxReferencesLen = 2000
 
 // Original is what a reply needs to know about the message it answers.
 type Original struct {
@@ -147,14 +123,14 @@ func replySubject(s string) string {
 const maxSubjectChars = 998
 
 // replyReferences appends the original's id to its references, keeps the
-// last 50, then cuts the joined header to its last 2000 characters at a
+// last 50 (the ids that thread it, db.ThreadCandidates), then cuts the joined header to its last 2000 characters at a
 // token start.
 func replyReferences(refs []string, id string) []string {
 	if n := len(refs); n > 0 && refs[n-1] == id {
 		id = "" // already there; a repeated id would only waste the budget
 	}
 	var ids []string
-	for _, t := range ThreadCandidates(refs, id) {
+	for _, t := range db.ThreadCandidates(refs, id) {
 		// A space would split the token once the header is joined.
 		if !strings.ContainsAny(t, " \t") {
 			ids = append(ids, t)

@@ -273,7 +273,7 @@ func (c *corpus) inboxMessages(inboxRow int64, addr string, n int, end time.Time
 			m.Subject = "Re: " + t.subject
 			m.InReplyTo = t.refs[len(t.refs)-1]
 			m.References = append([]string(nil), t.refs[max(0, len(t.refs)-10):]...)
-			m.ThreadCandidates = mail.ThreadCandidates(m.References, m.InReplyTo)
+			m.ThreadCandidates = db.ThreadCandidates(m.References, m.InReplyTo)
 		}
 		sent := len(t.refs) > 0 && c.Rng.IntN(3) == 0
 		if sent {
