@@ -41,6 +41,16 @@ func (s *Service) ResolveRecipient(ctx context.Context, address string) (int64, 
 	if !local {
 		return 0, ErrNotLocal
 	}
+	return s.localInbox(ctx, addr)
+}
+
+// localInbox finds the ready inbox of addr, an address on a domain this server serves: the
+// recipient resolution of all inbound mail, over SMTP (ResolveRecipient) or from a send
+// to a local address (outbound.go).
+//
+// Errors: ErrUnknownRecipient, ErrRecipientRetired, ErrRecipientPending, and storage
+// errors (transient).
+func (s *Service) localInbox(ctx context.Context, addr string) (int64, error) {
 	inbox, err := s.store.LocalInbox(ctx, addr)
 	switch {
 	case db.IsCode(err, db.ECodeNotFound):
@@ -80,26 +90,11 @@ type Incoming struct {
 // Errors: ErrEmptyMessage, ErrScanUnavailable (transient), and storage errors (transient:
 // the sender should retry).
 func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error) {
-	p, err := Parse(in.Data)
-	if err != nil {
-		return nil, ErrEmptyMessage
-	}
-	verdict, err := s.scan(ctx, p, in.Data, Origin{RemoteIP: in.RemoteIP, Helo: in.Helo, MailFrom: in.MailFrom})
+	a, err := s.arrive(ctx, in.Data, Origin{RemoteIP: in.RemoteIP, Helo: in.Helo, MailFrom: in.MailFrom})
 	if err != nil {
 		return nil, err
 	}
-	now := s.store.Now()
-	seen := map[int64]bool{}
-	msgs := make([]db.NewMessage, 0, len(in.Inboxes))
-	for _, id := range in.Inboxes {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		m := s.received(p, in.Data, id, now, verdict)
-		m.Trace = in.Trace
-		msgs = append(msgs, m)
-	}
+	msgs := s.copies(a, in.Inboxes, s.store.Now(), in.Trace)
 	if len(msgs) == 0 {
 		return nil, nil
 	}

@@ -136,10 +136,10 @@ type router struct {
 	bytes    int               // raw bytes of the messages read so far
 }
 
-// routed is a message a pass delivers locally.
+// routed is a message a pass delivers locally: its arrival, or why it cannot arrive.
 type routed struct {
-	raw    []byte
-	parsed *Parsed
+	arrival *arrival
+	err     error // ErrEmptyMessage, ErrScanUnavailable
 }
 
 // What becomes of a job after route.
@@ -151,8 +151,9 @@ const (
 	nextPass                  // left as it is for the next pass (outboundPassBytes)
 )
 
-// message reads and parses job j's message, once per pass; it reports false when the
-// pass has read all the bytes it may.
+// message reads job j's message and takes it through the receive pipeline's first steps
+// (parse, scan), once per pass; it reports false when the pass has read all the bytes it
+// may.
 func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
 	if m, ok := r.messages[j.MessageRow]; ok {
 		return m, true, nil
@@ -165,11 +166,9 @@ func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
 		return nil, true, err
 	}
 	r.bytes += len(raw)
-	p, err := Parse(raw)
-	if err != nil {
-		p = nil // not deliverable, but read: the bounce is recorded with the pass
-	}
-	m := &routed{raw: raw, parsed: p}
+	m := &routed{}
+	// Not deliverable when err is set, but read: the outcome is recorded with the pass.
+	m.arrival, m.err = r.s.arrive(r.ctx, raw, Origin{Internal: true})
 	r.messages[j.MessageRow] = m
 	return m, true, nil
 }
@@ -196,16 +195,16 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 			SMTPStatusCode: "250", SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(),
 			DeliveryTimeMs: deliveryTime(j, now)}}, settled
 	}
-	inbox, err := s.store.LocalInbox(r.ctx, j.Recipient)
+	inbox, err := s.localInbox(r.ctx, j.Recipient)
 	switch {
-	case db.IsCode(err, db.ECodeNotFound):
+	case errors.Is(err, ErrUnknownRecipient):
 		return localBounce("550", "5.1.1", "unknown recipient"), settled
+	case errors.Is(err, ErrRecipientRetired):
+		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), settled
+	case errors.Is(err, ErrRecipientPending):
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), settled
 	case err != nil:
 		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary local lookup failure"}), settled
-	case inbox.Retired:
-		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), settled
-	case inbox.DeliveryStatus != db.DeliveryReady:
-		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), settled
 	}
 	m, ok, err := r.message(j)
 	switch {
@@ -213,14 +212,13 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 		return db.OutboundOutcome{}, nextPass
 	case err != nil:
 		return s.retry(cfg, j, now, ProviderLocal, Result{Reason: "temporary failure reading the message"}), settled
-	case m.parsed == nil:
+	case errors.Is(m.err, ErrEmptyMessage):
 		return localBounce("554", "5.6.0", "message could not be parsed"), settled
+	case m.err != nil:
+		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + m.err.Error()}), settled
 	}
-	verdict, err := s.scan(r.ctx, m.parsed, m.raw, Origin{Internal: true})
-	if err != nil {
-		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + err.Error()}), settled
-	}
-	msg := s.received(m.parsed, m.raw, inbox.ID, now, verdict)
+	// Stored with the outcome, in its transaction, by db.StoreMessage like any received copy.
+	msg := s.copies(m.arrival, []int64{inbox}, now, "")[0]
 	return db.OutboundOutcome{
 		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
 			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},

@@ -46,6 +46,47 @@ func (s *Service) scan(ctx context.Context, p *Parsed, data []byte, o Origin) (*
 	return v, nil
 }
 
+// arrival is a message on its way into inboxes of this server, after the steps every
+// received message takes whichever way it came (SMTP, the test controls, a send to a local
+// address): parsed once and given its protection verdict.
+type arrival struct {
+	parsed  *Parsed
+	raw     []byte
+	verdict *protect.Verdict
+}
+
+// arrive parses data and scans it; o says where it came from.
+//
+// Errors: ErrEmptyMessage, ErrScanUnavailable.
+func (s *Service) arrive(ctx context.Context, data []byte, o Origin) (*arrival, error) {
+	p, err := Parse(data)
+	if err != nil {
+		return nil, ErrEmptyMessage
+	}
+	v, err := s.scan(ctx, p, data, o)
+	if err != nil {
+		return nil, err
+	}
+	return &arrival{parsed: p, raw: data, verdict: v}, nil
+}
+
+// copies returns the messages to store for a, one per inbox (an inbox named twice gets one
+// copy), received at now, with trace prepended to each stored raw copy.
+func (s *Service) copies(a *arrival, inboxes []int64, now time.Time, trace string) []db.NewMessage {
+	seen := map[int64]bool{}
+	msgs := make([]db.NewMessage, 0, len(inboxes))
+	for _, id := range inboxes {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		m := s.received(a.parsed, a.raw, id, now, a.verdict)
+		m.Trace = trace
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
 // applyVerdict puts a verdict on a message to store. A quarantined message carries only
 // the quarantined label, joins no thread, and keeps its triage pending until a person
 // releases it (db.InitialLabels, db.ReleaseMessage).
