@@ -138,9 +138,8 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 
 // UpdateInboxGroup moves an inbox to a group, or out of any group when group is nil.
 func (s *Store) UpdateInboxGroup(ctx context.Context, in *db.Inbox, group *string) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
 	defer s.inboxes.invalidate()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET grp = ? WHERE id = ? AND retired_at IS NULL", group, in.ID)
 		return err
 	})
@@ -155,9 +154,8 @@ func (s *Store) UpdateInboxGroup(ctx context.Context, in *db.Inbox, group *strin
 // FinishSetup completes delivery routing of a reserved inbox. Routing is local to this
 // server, so it always succeeds; calling it on a ready inbox is a no-op.
 func (s *Store) FinishSetup(ctx context.Context, in *db.Inbox) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
 	defer s.inboxes.invalidate()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE inboxes SET delivery_status = ? WHERE id = ? AND retired_at IS NULL", db.DeliveryReady, in.ID)
 		return err
 	})
@@ -172,11 +170,10 @@ func (s *Store) FinishSetup(ctx context.Context, in *db.Inbox) (*db.Inbox, error
 // DeleteInbox retires an inbox for good and deletes its mail, sends, queue rows and
 // mailbox keys in one transaction. The address stays reserved so it is never reused.
 func (s *Store) DeleteInbox(ctx context.Context, in *db.Inbox) error {
-	ctx = noCancel(ctx)
 	now := s.Now()
 	defer s.inboxes.invalidate()
 	defer s.auth.invalidate() // keys, accounts and mailbox keys decide who a key is
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{
 			// Attachments, labels and queue rows go with their messages (ON DELETE CASCADE).
 			"DELETE FROM messages WHERE inbox_id = ?",

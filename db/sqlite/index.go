@@ -44,7 +44,7 @@ func (s *Store) SearchStoreID(ctx context.Context) (string, error) {
 // (0 when none) and the oldest still queued (last+1 when the queue is empty). An index that
 // recorded less than first-1 missed changes that were trimmed: it is older than the store.
 func (s *Store) IndexQueueBounds(ctx context.Context) (last, first int64, err error) {
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'index_queue'), 0)").Scan(&last); err != nil {
 			return err
 		}
@@ -103,9 +103,8 @@ func (s *Store) AdvanceReader(ctx context.Context, reader string, through int64)
 	if reader == "" {
 		return db.Errorf(db.ECodeInvalidArgument, "reader: a change log reader needs an id")
 	}
-	ctx = noCancel(ctx)
 	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO change_readers(reader, seq, seen_at) VALUES (?, ?, ?)
 			ON CONFLICT(reader) DO UPDATE SET seq = excluded.seq, seen_at = excluded.seen_at`, reader, through, millis(now)); err != nil {
 			return err
@@ -136,7 +135,7 @@ func (s *Store) IndexDocs(ctx context.Context, ids []int64) ([]db.IndexDoc, erro
 		args[i] = id
 	}
 	var out []db.IndexDoc
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = queryIndexDocs(ctx, tx, "SELECT "+indexDocColumns+" FROM messages m WHERE m.id IN ("+placeholders(len(ids))+") AND "+searchable, args...)
 		return err
@@ -148,7 +147,7 @@ func (s *Store) IndexDocs(ctx context.Context, ids []int64) ([]db.IndexDoc, erro
 // row id order: a rebuild reads the whole store this way.
 func (s *Store) ScanIndexDocs(ctx context.Context, after int64, limit int) ([]db.IndexDoc, error) {
 	var out []db.IndexDoc
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = queryIndexDocs(ctx, tx, "SELECT "+indexDocColumns+" FROM messages m WHERE m.id > ? AND "+searchable+" ORDER BY m.id LIMIT ?", after, limit)
 		return err
@@ -238,7 +237,7 @@ func (s *Store) MessagesByRowID(ctx context.Context, inboxID int64, ids []int64,
 		args = append(args, id)
 	}
 	var rows []db.Message
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		rows, err = querySummaries(ctx, tx, q.String(), args...)
 		return err

@@ -21,7 +21,6 @@ const (
 // FinishOutboundBatch records the outcomes of several delivery attempts in one transaction
 // (a group commit for local and sink deliveries). outcomes[i] belongs to jobs[i].
 func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []db.OutboundJob, outcomes []db.OutboundOutcome) error {
-	ctx = noCancel(ctx)
 	if len(jobs) != len(outcomes) {
 		return errors.New("db: FinishOutboundBatch: one outcome per job")
 	}
@@ -35,7 +34,7 @@ func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []db.OutboundJob, 
 			packed[i] = pack(o.Local)
 		}
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for i := range jobs {
 			if err := finishOutbound(ctx, tx, jobs[i], outcomes[i], packed[i], now); err != nil {
 				return err
@@ -100,12 +99,11 @@ func finishOutbound(ctx context.Context, tx *sql.Tx, job db.OutboundJob, o db.Ou
 
 // RouteToRelay hands ready queue rows to the relay workers (ClaimRelay).
 func (s *Store) RouteToRelay(ctx context.Context, ids []int64) error {
-	ctx = noCancel(ctx)
 	if len(ids) == 0 {
 		return nil
 	}
 	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		args := []any{outboundRelay, millis(now), outboundReady}
 		for _, id := range ids {
 			args = append(args, id)
@@ -119,10 +117,9 @@ func (s *Store) RouteToRelay(ctx context.Context, ids []int64) error {
 // attempting: no other claim returns it until its outcome is recorded). It returns nil
 // when none is due.
 func (s *Store) ClaimRelay(ctx context.Context) (*db.OutboundJob, error) {
-	ctx = noCancel(ctx)
 	now := s.Now()
 	var job *db.OutboundJob
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		job = nil
 		var id int64
 		err := tx.QueryRowContext(ctx, `UPDATE outbound SET state = ?, state_at = ? WHERE id =
@@ -158,10 +155,9 @@ func (s *Store) ClaimRelay(ctx context.Context) (*db.OutboundJob, error) {
 // false when the row is no longer the worker's (the inbox was deleted): then the message
 // must not be completed.
 func (s *Store) MarkHandoff(ctx context.Context, jobID int64) (bool, error) {
-	ctx = noCancel(ctx)
 	now := s.Now()
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE outbound SET state = ?, state_at = ? WHERE id = ? AND state = ?",
 			outboundHandoff, millis(now), jobID, outboundAttempting)
 		if err != nil {
@@ -180,10 +176,9 @@ func (s *Store) MarkHandoff(ctx context.Context, jobID int64) (bool, error) {
 // says what is known. Every other row is made ready, to be routed again under the current
 // configuration (rows parked by version 1, which had no transport, included).
 func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.OutboundRecovery, error) {
-	ctx = noCancel(ctx)
 	now := s.Now()
 	var out db.OutboundRecovery
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = db.OutboundRecovery{}
 		res, err := tx.ExecContext(ctx, "UPDATE outbound SET state = ?, state_at = ? WHERE state IN (?, ?, ?)",
 			outboundReady, millis(now), outboundAttempting, outboundParked, outboundRelay)

@@ -25,7 +25,6 @@ func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, detail a
 // ListQuarantined returns quarantined messages of live inboxes, newest first, and the
 // cursor of the next page ("" when this is the last).
 func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]db.QuarantineItem, string, error) {
-	ctx = noCancel(ctx)
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 50
 	}
@@ -54,7 +53,7 @@ func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]d
 	}
 	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(f.Limit+1))
 	var out []db.QuarantineItem
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q.String(), args...)
 		if err != nil {
 			return err
@@ -91,9 +90,8 @@ func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]d
 
 // QuarantineCounts returns, per account and inbox, how many messages wait for review.
 func (s *Store) QuarantineCounts(ctx context.Context) ([]db.QuarantineCount, error) {
-	ctx = noCancel(ctx)
 	var out []db.QuarantineCount
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT i.account_id, i.address, COUNT(*) FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 			WHERE m.quarantined = 1 AND i.retired_at IS NULL GROUP BY i.account_id, i.address ORDER BY i.account_id, i.address`)
 		if err != nil {
@@ -120,9 +118,8 @@ const maxReviewHeader = 64 << 10
 //
 // Errors: not_found.
 func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessage, error) {
-	ctx = noCancel(ctx)
 	var m db.ReviewMessage
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var ts int64
 		var prot, detail zjson
 		var to, cc, replyTo string
@@ -212,15 +209,13 @@ func audit(ctx context.Context, tx *sql.Tx, now time.Time, e db.AuditEntry) erro
 
 // Audit appends an entry to the audit log (At is the store's clock).
 func (s *Store) Audit(ctx context.Context, e db.AuditEntry) error {
-	ctx = noCancel(ctx)
 	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error { return audit(ctx, tx, now, e) })
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return audit(ctx, tx, now, e) })
 }
 
 // AuditLog returns up to limit entries, newest first, older than the entry id before
 // (0 for the newest).
 func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]db.AuditEntry, error) {
-	ctx = noCancel(ctx)
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
@@ -232,7 +227,7 @@ func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]db.Aud
 	}
 	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
 	var out []db.AuditEntry
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
@@ -267,9 +262,8 @@ func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, 
 // SetOperatorPasswordHash stores an operator's password hash (never the password) and
 // audits the change.
 func (s *Store) SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error {
-	ctx = noCancel(ctx)
 	now := s.Now()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO operators(name, password_hash, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT(name) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
 			name, hash, millis(now)); err != nil {

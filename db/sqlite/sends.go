@@ -40,9 +40,8 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob,
 //
 // Errors: not_found (the message was deleted).
 func (s *Store) MessageRaw(ctx context.Context, messageRow int64) ([]byte, error) {
-	ctx = noCancel(ctx)
 	var raw []byte
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var body []byte
 		err := tx.QueryRowContext(ctx, "SELECT body FROM messages WHERE id = ?", messageRow).Scan(&body)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -60,7 +59,6 @@ func (s *Store) MessageRaw(ctx context.Context, messageRow int64) ([]byte, error
 // FinishOutbound records the outcome of a delivery attempt. The delivery record's
 // version grows with every change, and a terminal status is never replaced.
 func (s *Store) FinishOutbound(ctx context.Context, job db.OutboundJob, o db.OutboundOutcome) error {
-	ctx = noCancel(ctx)
 	return s.FinishOutboundBatch(ctx, []db.OutboundJob{job}, []db.OutboundOutcome{o})
 }
 

@@ -181,7 +181,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
 			}
@@ -197,9 +197,8 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // secret returns the named random secret, creating it on first use.
 func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
-	ctx = noCancel(ctx)
 	var v []byte
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE name = ?", name).Scan(&v)
 		if err == nil {
 			return nil
@@ -222,7 +221,8 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 // context to watch it (sqlite3_interrupt on cancel), which costs more than the small
 // statements of a request. Every statement here is bounded (keyset pages, limits,
 // busy_timeout for the lock), so a request's statements run to their end; callers check
-// their context between calls, and a caller that has already given up runs none.
+// their context between calls. read and write apply it to the statements of their fn; a
+// statement run on its own on the reader pool applies it where it is run.
 func noCancel(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
@@ -230,17 +230,17 @@ func noCancel(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-// read runs fn in a read transaction, so multi-query reads see one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	tx, err := s.r.BeginTx(noCancel(ctx), &sql.TxOptions{ReadOnly: true})
+// read runs fn in a read transaction, so multi-query reads see one snapshot. fn gets ctx
+// without its cancellation (noCancel), for its statements: like a write, a read once asked
+// for runs to its end.
+func (s *Store) read(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	ctx = noCancel(ctx)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return storageError(err)
 	}
 	defer tx.Rollback()
-	return storageError(fn(tx))
+	return storageError(fn(ctx, tx))
 }
 
 func storageError(err error) error {

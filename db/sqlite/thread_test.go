@@ -58,7 +58,7 @@ func TestThreadAggregatesMatchARecomputation(t *testing.T) {
 	c.Assert(s.w.QueryRow("SELECT COUNT(*) FROM threads").Scan(&n), qt.IsNil)
 	c.Assert(n, qt.Equals, 1)
 	incremental := row()
-	c.Assert(s.write(ctx, func(tx *sql.Tx) error {
+	c.Assert(s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var id int64
 		if err := tx.QueryRow("SELECT id FROM threads").Scan(&id); err != nil {
 			return err

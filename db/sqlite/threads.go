@@ -53,7 +53,6 @@ func scanThread(row interface{ Scan(...any) error }) (*threadRow, error) {
 //
 // Errors: invalid_argument (page token).
 func (s *Store) ListThreads(ctx context.Context, inboxID int64, f db.MessageFilter, limit int, pageToken string) ([]db.Thread, string, error) {
-	ctx = noCancel(ctx)
 	scope := f.Scope("threads", inboxID)
 	c, err := s.decodeToken(pageToken, scope)
 	if err != nil {
@@ -78,7 +77,7 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f db.MessageFilt
 	q.WriteString(page)
 	args = append(args, pageArgs...)
 	var rows []*threadRow
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		r, err := tx.QueryContext(ctx, q.String(), args...)
 		if err != nil {
 			return err
@@ -201,9 +200,8 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 //
 // Errors: not_found, thread_too_large.
 func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, withBodies bool) (*db.Thread, error) {
-	ctx = noCancel(ctx)
 	var out *db.Thread
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		t, err := scanThread(tx.QueryRowContext(ctx, "SELECT "+threadColumns+" FROM threads t WHERE t.inbox_id = ? AND t.uuid = ?", inboxID, threadID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return db.Errorf(db.ECodeNotFound, "thread %s not found", threadID)

@@ -61,9 +61,8 @@ func (u *unit) SkipTriage(messageRow int64) error { return skipTriage(u.ctx, u.t
 // TriageTexts fills the Text of claimed jobs from their packed bodies, read and unpacked
 // off the writer; a message deleted since its claim is left out.
 func (s *Store) TriageTexts(ctx context.Context, jobs []db.TriageJob) ([]db.TriageJob, error) {
-	ctx = noCancel(ctx)
 	bodies := map[int64][]byte{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		args := make([]any, len(jobs))
 		for i, j := range jobs {
 			args[i] = j.MessageRow
@@ -131,13 +130,12 @@ func setTriage(ctx context.Context, tx *sql.Tx, rowID int64, t *db.Triage) error
 // the triage unit it spent. A retry counts the failed attempt and reschedules. An outcome
 // for a message no longer queued (deleted meanwhile) changes nothing.
 func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) error {
-	ctx = noCancel(ctx)
 	for _, o := range outcomes {
 		if o.Result != nil && o.Result.Status != db.TriageComplete && o.Result.Status != db.TriageFailed {
 			return errors.New("db: a triage result is complete or failed")
 		}
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, o := range outcomes {
 			if err := finishTriage(ctx, tx, o); err != nil {
 				return err

@@ -12,10 +12,9 @@ import (
 // Update runs a unit of work (db.Units) as one write: it shares the group commit with the
 // other writes (write.go), so fn may run twice, as db.Units says.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
-	ctx = noCancel(ctx)
-	u := &unit{ctx: ctx, now: s.Now()}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		u.tx = tx
+	u := &unit{now: s.Now()}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		u.ctx, u.tx = ctx, tx
 		return fn(u)
 	})
 	if u.inboxesChanged {

@@ -10,8 +10,7 @@ import (
 
 // SetUsage sets the units an account has spent on a feature in the current period.
 func (s *Store) SetUsage(ctx context.Context, accountID, feature string, used int64) error {
-	ctx = noCancel(ctx)
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO usage(account_id, period, feature, used) VALUES (?, ?, ?, ?)
 			ON CONFLICT(account_id, period, feature) DO UPDATE SET used = excluded.used`,
 			accountID, db.BillingPeriod(s.Now()), feature, used)
@@ -40,10 +39,9 @@ func accountPlan(ctx context.Context, tx *sql.Tx, accountID string) (string, err
 
 // GetUsage reports an account's plan, inbox count and remaining balances.
 func (s *Store) GetUsage(ctx context.Context, accountID string) (*db.Usage, error) {
-	ctx = noCancel(ctx)
 	now := s.Now()
 	var u *db.Usage
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		plan, err := accountPlan(ctx, tx, accountID)
 		if err != nil {
 			return err

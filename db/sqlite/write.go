@@ -84,15 +84,15 @@ func (q *writeQueue) arrive(now time.Time) {
 
 // write runs fn in a write transaction, possibly shared with other writes (see above). A
 // storage condition the operator can fix (disk full, read-only file) becomes a transient
-// client error; nothing of fn stays applied when it returns an error. The statements of fn
-// must use a context without cancellation (noCancel): the driver answers a cancellation by
-// interrupting the connection, which the writes sharing the transaction also use. fn may
-// run twice, the first run rolled back (see above): it must set its results afresh.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	j := &writeJob{fn: fn, done: make(chan struct{})}
+// client error; nothing of fn stays applied when it returns an error. fn gets ctx without
+// its cancellation (noCancel), and its statements must use that: the driver answers a
+// cancellation by interrupting the connection, which the writes sharing the transaction
+// also use. So a write, once asked for, runs whether or not its caller has given up
+// since. fn may run twice, the first run rolled back (see above): it must set its results
+// afresh.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	quiet := noCancel(ctx)
+	j := &writeJob{fn: func(tx *sql.Tx) error { return fn(quiet, tx) }, done: make(chan struct{})}
 	q := &s.writes
 	q.mu.Lock()
 	q.pending = append(q.pending, j)

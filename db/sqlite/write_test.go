@@ -30,7 +30,7 @@ func tempStore(t *testing.T) *Store {
 func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
 	t.Helper()
 	hold, held := make(chan struct{}), make(chan struct{})
-	go s.write(context.Background(), func(*sql.Tx) error {
+	go s.write(context.Background(), func(context.Context, *sql.Tx) error {
 		close(held)
 		<-hold
 		return nil
@@ -42,7 +42,7 @@ func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.write(context.Background(), fn)
+			errs[i] = s.write(context.Background(), func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
 		}()
 		// One at a time, so they queue (and run) in the order given.
 		for deadline := time.Now().Add(5 * time.Second); ; {
@@ -186,7 +186,7 @@ func TestWriterFileSettings(t *testing.T) {
 // txOf writes the setting name and returns the transaction it was written in.
 func txOf(s *Store, name string) (*sql.Tx, error) {
 	var got *sql.Tx
-	err := s.write(context.Background(), func(tx *sql.Tx) error {
+	err := s.write(context.Background(), func(_ context.Context, tx *sql.Tx) error {
 		got = tx
 		return setting(name)(tx)
 	})
@@ -216,7 +216,7 @@ func TestStreamOfWritesShareCommits(t *testing.T) {
 	s.writes.gatherWait = 5 * time.Millisecond
 	// A commit in progress when the stream starts, as under load.
 	hold, held := make(chan struct{}), make(chan struct{})
-	go s.write(context.Background(), func(*sql.Tx) error {
+	go s.write(context.Background(), func(context.Context, *sql.Tx) error {
 		close(held)
 		<-hold
 		return nil
