@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail/protect"
+	"github.com/inboxd/inboxd/mail/triage"
 )
 
 // The JSON Schemas must spell out values that db defines in Go: the triage values in the
@@ -30,7 +32,7 @@ func TestSchemaFiltersSpellTheTriageValuesOfGo(t *testing.T) {
 }
 
 func TestSchemaTriageResultSpellsTheTriageValuesOfGo(t *testing.T) {
-	complete := completeTriage(t, loadDefs(t))
+	complete := triageBranch(t, loadDefs(t), db.TriageComplete)
 	var probs struct {
 		Required   []string                   `json:"required"`
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -50,6 +52,33 @@ func TestSchemaTriageResultSpellsTheTriageValuesOfGo(t *testing.T) {
 	}
 	if !slices.Equal(got, want) || urgency[len(urgency)-1] != nil {
 		t.Errorf("defs.json triage urgency value enum is %q; db has %q and null", got, db.UrgencyLevels())
+	}
+}
+
+// Every other enum of defs.json is spelled in Go as constants; the schema must list exactly
+// those, in the same order.
+func TestSchemaEnumsSpellTheConstantsOfGo(t *testing.T) {
+	defs := loadDefs(t)
+	for _, c := range []struct {
+		doc  json.RawMessage
+		path []string
+		want []string
+	}{
+		{triageBranch(t, defs, db.TriageFailed), []string{"properties", "code", "enum"}, []string{triage.CodeUnavailable, triage.CodeRejected, triage.CodeInvalidResponse}},
+		{defs, []string{"authResult", "enum"}, []string{protect.Pass, protect.Fail, protect.None, protect.TempError, protect.PermError, protect.Unavailable}},
+		{defs, []string{"protection", "properties", "status", "enum"}, []string{db.ProtectionClean, db.ProtectionQuarantined, db.ProtectionReleased}},
+		{defs, []string{"protection", "properties", "antivirus", "properties", "status", "enum"}, []string{protect.AVClean, protect.AVInfected, protect.AVUnscannable}},
+		{defs, []string{"protection", "properties", "reasons", "items", "enum"}, []string{protect.ReasonMalware, protect.ReasonSpam, protect.ReasonAuthentication, protect.ReasonScanIncomplete}},
+		{defs, []string{"inbox", "properties", "deliveryStatus", "enum"}, []string{db.DeliveryPending, db.DeliveryReady}},
+		{defs, []string{"message", "properties", "senderAuthentication", "enum"}, []string{db.SenderAuthenticated, db.SenderUnauthenticated, db.SenderUnchecked}},
+		{defs, []string{"delivery", "properties", "recipients", "items", "properties", "status", "enum"}, []string{db.RecipientQueued, db.RecipientAccepted,
+			db.RecipientDelivered, db.RecipientDeferred, db.RecipientBounced, db.RecipientFailed, db.RecipientRejected, db.RecipientComplained}},
+	} {
+		var got []string
+		decodeAt(t, c.doc, &got, c.path...)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("defs.json %q is %q; Go has %q", c.path, got, c.want)
+		}
 	}
 }
 
@@ -89,19 +118,19 @@ func loadDefs(t *testing.T) json.RawMessage {
 	return raw
 }
 
-// completeTriage returns the branch of defs.json's triage oneOf for a complete result.
-func completeTriage(t *testing.T, defs json.RawMessage) json.RawMessage {
+// triageBranch returns the branch of defs.json's triage oneOf for a result of status.
+func triageBranch(t *testing.T, defs json.RawMessage, status string) json.RawMessage {
 	t.Helper()
 	var branches []json.RawMessage
 	decodeAt(t, defs, &branches, "triage", "oneOf")
 	for _, b := range branches {
-		var status string
-		decodeAt(t, b, &status, "properties", "status", "const")
-		if status == db.TriageComplete {
+		var s string
+		decodeAt(t, b, &s, "properties", "status", "const")
+		if s == status {
 			return b
 		}
 	}
-	t.Fatal("defs.json triage has no branch for a complete result")
+	t.Fatalf("defs.json triage has no branch for status %s", status)
 	return nil
 }
 
