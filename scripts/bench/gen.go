@@ -100,9 +100,6 @@ func (c *corpus) attachment(p *attachmentPool) db.NewAttachment {
 	return db.NewAttachment{Filename: fmt.Sprintf("%s-%d.%s", c.Word(), c.Rng.IntN(10000), k.ext), ContentType: k.ct, Content: randomBytes(c.Rng, size)}
 }
 
-var categories = []string{"billing", "support", "sales", "personal", "notification", "other"}
-var urgencies = []string{"low", "normal", "high", "critical"}
-
 func (c *corpus) probs(keys []string, top string) (map[string]float64, float64) {
 	conf := math.Round((0.55+0.44*c.Rng.Float64())*1000) / 1000
 	weights := make([]float64, len(keys))
@@ -124,6 +121,7 @@ func (c *corpus) probs(keys []string, top string) (map[string]float64, float64) 
 
 // triage returns a complete result as the built-in classifier writes it.
 func (c *corpus) triage(at time.Time) *db.Triage {
+	categories, urgencies := db.TriageCategories(), db.UrgencyLevels()
 	cat := categories[c.Rng.IntN(len(categories))]
 	cp, cconf := c.probs(categories, cat)
 	urg := urgencies[c.Rng.IntN(len(urgencies))]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/scripts/internal/benchkit"
 )
 
@@ -44,9 +45,6 @@ type message struct {
 	urgency     string
 }
 
-var categories = []string{"billing", "support", "sales", "personal", "notification", "other"}
-var urgencies = []string{"low", "normal", "high", "critical"}
-
 func (c *corpus) message(i, n int, to string) message {
 	from := c.Sender()
 	m := message{
@@ -64,12 +62,14 @@ func (c *corpus) message(i, n int, to string) message {
 		m.attachments = []string{fmt.Sprintf("%s-%d.pdf", c.Word(), c.Rng.IntN(1000))}
 	}
 	if c.Rng.IntN(3) > 0 { // two thirds have a complete triage result
+		categories := db.TriageCategories()
 		m.category = categories[c.Rng.IntN(len(categories))]
 		v := c.Rng.IntN(3)
 		if v < 2 {
 			b := v == 0
 			m.needsReply = &b
 		}
+		urgencies := db.UrgencyLevels()
 		m.urgency = urgencies[c.Rng.IntN(len(urgencies))]
 	}
 	return m
