@@ -34,7 +34,6 @@ func (u *unit) AttachDomain(domain, accountID string) error {
 
 // CountAccounts returns how many accounts exist.
 func (s *Store) CountAccounts(ctx context.Context) (int, error) {
-	ctx = noCancel(ctx)
 	var n int
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM accounts").Scan(&n)
 	return n, storageError(err)
@@ -44,7 +43,6 @@ func (s *Store) CountAccounts(ctx context.Context) (int, error) {
 //
 // Errors: not_found.
 func (s *Store) Account(ctx context.Context, id string) (*db.Account, error) {
-	ctx = noCancel(ctx)
 	var (
 		a       db.Account
 		quota   sql.NullInt64
@@ -68,7 +66,6 @@ func (s *Store) Account(ctx context.Context, id string) (*db.Account, error) {
 
 // AccountDomains returns the domains attached to an account.
 func (s *Store) AccountDomains(ctx context.Context, accountID string) ([]string, error) {
-	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, "SELECT domain FROM account_domains WHERE account_id = ? ORDER BY domain", accountID)
 	if err != nil {
 		return nil, storageError(err)
@@ -87,7 +84,6 @@ func (s *Store) AccountDomains(ctx context.Context, accountID string) ([]string,
 
 // DomainServed reports whether any account owns domain.
 func (s *Store) DomainServed(ctx context.Context, domain string) (bool, error) {
-	ctx = noCancel(ctx)
 	var n int
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM account_domains WHERE domain = ?", strings.ToLower(domain)).Scan(&n)
 	return n > 0, storageError(err)

@@ -41,7 +41,6 @@ func scanAttachment(row *sql.Row) (*storedAttachment, error) {
 //
 // Errors: not_found.
 func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, attachmentID string) (*db.Attachment, error) {
-	ctx = noCancel(ctx)
 	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE m.inbox_id = ? AND m.message_id = ? AND a.uuid = ?",
 		inboxID, messageID, attachmentID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -58,7 +57,6 @@ func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, att
 //
 // Errors: not_found (also from the reader, when the message is deleted while it is read).
 func (s *Store) OpenAttachment(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*db.Attachment, db.AttachmentBody, error) {
-	ctx = noCancel(ctx)
 	a, err := scanAttachment(s.r.QueryRowContext(ctx, attachmentQuery+" WHERE i.uuid = ? AND m.uuid = ? AND a.uuid = ?",
 		inboxUUID, messageUUID, attachmentID))
 	if errors.Is(err, sql.ErrNoRows) {

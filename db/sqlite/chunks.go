@@ -94,7 +94,7 @@ func loadRaw(ctx context.Context, q rowQuerier, messageRow int64, body []byte, l
 // change once stored; if the message is deleted while it is read, the read fails.
 // Seeking (for HTTP Range requests) costs nothing until the next Read.
 type AttachmentReader struct {
-	r       *sql.DB
+	r       readerPool
 	ctx     context.Context
 	row     int64
 	size    int64

@@ -57,7 +57,6 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 //
 // Errors: not_found (unknown, or another account's), inbox_retired (deleted).
 func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
 	in, err := s.inboxByAddress(ctx, strings.ToLower(address))
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && in.AccountID != accountID) {
 		return nil, db.Errorf(db.ECodeNotFound, "inbox %s not found", strings.ToLower(address))
@@ -75,7 +74,6 @@ func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (
 //
 // Errors: not_found.
 func (s *Store) InboxByRowID(ctx context.Context, id int64) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
 	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, db.Errorf(db.ECodeNotFound, "inbox not found")
@@ -87,7 +85,6 @@ func (s *Store) InboxByRowID(ctx context.Context, id int64) (*db.Inbox, error) {
 //
 // Errors: not_found.
 func (s *Store) LocalInbox(ctx context.Context, address string) (*db.Inbox, error) {
-	ctx = noCancel(ctx)
 	in, err := s.inboxByAddress(ctx, strings.ToLower(address))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, db.Errorf(db.ECodeNotFound, "no inbox at %s", address)
@@ -99,7 +96,6 @@ func (s *Store) LocalInbox(ctx context.Context, address string) (*db.Inbox, erro
 //
 // Errors: invalid_argument (page token).
 func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string, limit int, pageToken string) ([]db.Inbox, string, error) {
-	ctx = noCancel(ctx)
 	scopeParts := []string{"inboxes", accountID}
 	q := "SELECT " + inboxColumns + " FROM inboxes i WHERE i.account_id = ? AND i.retired_at IS NULL"
 	args := []any{accountID}

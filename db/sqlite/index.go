@@ -78,7 +78,7 @@ func (s *Store) IndexChanges(ctx context.Context, after int64, limit int) ([]db.
 }
 
 func (s *Store) indexChanges(ctx context.Context, query string, args ...any) ([]db.IndexChange, error) {
-	rows, err := s.r.QueryContext(noCancel(ctx), query, args...)
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, storageError(err)
 	}

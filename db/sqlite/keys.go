@@ -76,7 +76,7 @@ func keyOwner(ctx context.Context, q rowQuerier, token string) (string, error) {
 // KeyOwner returns the account a token is a key of, or "" when the store has no such
 // key (a fixture checks it before writing anything).
 func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
-	owner, err := keyOwner(noCancel(ctx), s.r, token)
+	owner, err := keyOwner(ctx, s.r, token)
 	return owner, storageError(err)
 }
 
@@ -84,7 +84,7 @@ func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
 // expired: db.CreateKey refuses one past MaxActiveKeys.
 func (s *Store) ActiveAccountKeys(ctx context.Context, accountID string) (int, error) {
 	var active int
-	err := s.r.QueryRowContext(noCancel(ctx), activeAccountKeysSQL, accountID, millis(s.Now())).Scan(&active)
+	err := s.r.QueryRowContext(ctx, activeAccountKeysSQL, accountID, millis(s.Now())).Scan(&active)
 	return active, err
 }
 
@@ -96,7 +96,6 @@ const activeAccountKeysSQL = `SELECT COUNT(*) FROM keys WHERE account_id = ? AND
 // Errors: unauthorized (missing, malformed, unknown, expired or revoked key),
 // access_denied (the account is disabled).
 func (s *Store) Authenticate(ctx context.Context, token string) (*db.Principal, error) {
-	ctx = noCancel(ctx)
 	if err := db.CheckTokenShape(token); err != nil {
 		return nil, err
 	}

@@ -408,7 +408,6 @@ const messageFrom = " FROM messages m"
 //
 // Errors: invalid_argument (page token).
 func (s *Store) ListMessages(ctx context.Context, inboxID int64, f db.MessageFilter, limit int, pageToken string) ([]db.Message, string, error) {
-	ctx = noCancel(ctx)
 	scope := f.Scope("messages", inboxID)
 	c, err := s.decodeToken(pageToken, scope)
 	if err != nil {
@@ -579,7 +578,6 @@ func fillBodies(ctx context.Context, tx *sql.Tx, m *db.Message) error {
 //
 // Errors: not_found.
 func (s *Store) GetMessage(ctx context.Context, inboxID int64, messageID string) (*db.Message, error) {
-	ctx = noCancel(ctx)
 	// One statement reads the row, its labels and bodies: one snapshot, no transaction.
 	// Attachments are written with their message and never change, so reading them
 	// after it cannot mix two states.

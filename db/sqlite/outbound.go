@@ -229,7 +229,6 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 // OutboundCounts returns how many queue rows are in each state, every state named (a
 // metric's series should not vanish when its count is zero).
 func (s *Store) OutboundCounts(ctx context.Context) (map[string]int, error) {
-	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, "SELECT state, COUNT(*) FROM outbound GROUP BY state")
 	if err != nil {
 		return nil, storageError(err)

@@ -250,7 +250,6 @@ func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]db.Aud
 // OperatorPasswordHash returns the stored password hash of an operator, or nil when the
 // operator has none.
 func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, error) {
-	ctx = noCancel(ctx)
 	var h []byte
 	err := s.r.QueryRowContext(ctx, "SELECT password_hash FROM operators WHERE name = ?", name).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -14,7 +14,6 @@ import (
 // routes many recipients, most of whom need no copy of the message, and the bytes of 500
 // large messages at once would be gigabytes (MessageRaw reads them one message at a time).
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob, error) {
-	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts,
 		m.from_addr, o.created_at
 		FROM outbound o JOIN messages m ON m.id = o.message_id
@@ -99,7 +98,6 @@ func updateRecipient(ctx context.Context, tx *sql.Tx, messageRow int64, recipien
 
 // ParkedCount returns how many queue rows wait for a transport; the server logs it.
 func (s *Store) ParkedCount(ctx context.Context) (int64, error) {
-	ctx = noCancel(ctx)
 	var n int64
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbound WHERE state = 'parked'").Scan(&n)
 	return n, storageError(err)

@@ -37,7 +37,7 @@ type Options struct {
 // them run beside the writer).
 type Store struct {
 	w   *sql.DB
-	r   *sql.DB
+	r   readerPool
 	dsn string // base DSN of the file, for connections outside the two pools
 	now func() time.Time
 
@@ -92,7 +92,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	readers := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	s.r = r
+	s.r = readerPool{r}
 	tokenKey, err := s.secret(ctx, "page_token_key")
 	if err != nil {
 		s.Close()
@@ -109,7 +109,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Close closes both pools.
 func (s *Store) Close() error {
 	var err error
-	if s.r != nil {
+	if s.r.DB != nil {
 		err = s.r.Close()
 	}
 	return errors.Join(err, s.w.Close())
@@ -221,13 +221,32 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 // context to watch it (sqlite3_interrupt on cancel), which costs more than the small
 // statements of a request. Every statement here is bounded (keyset pages, limits,
 // busy_timeout for the lock), so a request's statements run to their end; callers check
-// their context between calls. read and write apply it to the statements of their fn; a
-// statement run on its own on the reader pool applies it where it is run.
+// their context between calls. read and write apply it to the statements of their fn, and
+// the reader pool (readerPool) to every statement run on it: its one home.
 func noCancel(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
 	}
 	return context.WithoutCancel(ctx)
+}
+
+// readerPool is the pool of reader connections. Its statements run without the caller's
+// cancellation (noCancel), like those of read and write.
+type readerPool struct{ *sql.DB }
+
+// QueryContext runs a query on a reader.
+func (p readerPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.DB.QueryContext(noCancel(ctx), query, args...)
+}
+
+// QueryRowContext runs a query of one row on a reader.
+func (p readerPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.DB.QueryRowContext(noCancel(ctx), query, args...)
+}
+
+// BeginTx starts a transaction on a reader.
+func (p readerPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	return p.DB.BeginTx(noCancel(ctx), opts)
 }
 
 // read runs fn in a read transaction, so multi-query reads see one snapshot. fn gets ctx

@@ -10,7 +10,6 @@ import (
 
 // Suppressions returns the suppression list of an inbox, oldest first.
 func (s *Store) Suppressions(ctx context.Context, inboxID int64) ([]db.Suppression, error) {
-	ctx = noCancel(ctx)
 	rows, err := s.r.QueryContext(ctx, `SELECT address, reason, smtp_code, smtp_enhanced, created_at FROM suppressions
 		WHERE inbox_id = ? ORDER BY created_at, address`, inboxID)
 	if err != nil {

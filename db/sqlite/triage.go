@@ -174,7 +174,6 @@ func finishTriage(ctx context.Context, tx *sql.Tx, o db.TriageOutcome) error {
 
 // TriageQueueLen reports how many messages wait for triage (quarantined ones included).
 func (s *Store) TriageQueueLen(ctx context.Context) (int64, error) {
-	ctx = noCancel(ctx)
 	var n int64
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM triage_queue").Scan(&n)
 	return n, storageError(err)
@@ -183,7 +182,6 @@ func (s *Store) TriageQueueLen(ctx context.Context) (int64, error) {
 // NextTriageDue reports when the earliest queued, non-quarantined message comes due, and
 // false when none waits.
 func (s *Store) NextTriageDue(ctx context.Context) (time.Time, bool, error) {
-	ctx = noCancel(ctx)
 	var at sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT MIN(q.next_at) FROM triage_queue q JOIN messages m ON m.id = q.message_id
 		WHERE m.quarantined = 0`).Scan(&at)

@@ -180,7 +180,7 @@ func TestWriterFileSettings(t *testing.T) {
 	}
 	c.Assert(pragma(s.w, "page_size"), qt.Equals, pageSize)
 	c.Assert(pragma(s.w, "temp_store"), qt.Equals, 2) // MEMORY
-	c.Assert(pragma(s.r, "temp_store"), qt.Equals, 0) // DEFAULT
+	c.Assert(pragma(s.r.DB, "temp_store"), qt.Equals, 0) // DEFAULT
 }
 
 // txOf writes the setting name and returns the transaction it was written in.
