@@ -179,7 +179,7 @@ func TestWriterFileSettings(t *testing.T) {
 		return v
 	}
 	c.Assert(pragma(s.w, "page_size"), qt.Equals, pageSize)
-	c.Assert(pragma(s.w, "temp_store"), qt.Equals, 2) // MEMORY
+	c.Assert(pragma(s.w, "temp_store"), qt.Equals, 2)    // MEMORY
 	c.Assert(pragma(s.r.DB, "temp_store"), qt.Equals, 0) // DEFAULT
 }
 
