@@ -32,29 +32,27 @@ import (
 // docKey is the sort key a segment's document number stands for.
 type docKey struct{ ts, id int64 }
 
-// segCache holds what a query needs of each segment beyond its mapping, made once per
-// segment by load (segments never change, merged ones are new segments): the keys of its
-// documents (segmentKeys), the reader of its dictionaries and postings (openSegTerms).
-type segCache[T any] struct {
-	load func(segment.Segment) (T, error)
-	mu   sync.Mutex
-	m    map[segment.Segment]T
+// keyCache holds the keys of each segment's documents, read once per segment (segments
+// never change; merged ones are new segments).
+type keyCache struct {
+	mu sync.Mutex
+	m  map[segment.Segment][]docKey
 }
 
-func (c *segCache[T]) get(seg segment.Segment) (T, error) {
+func (c *keyCache) get(seg segment.Segment) ([]docKey, error) {
 	c.mu.Lock()
 	v, ok := c.m[seg]
 	c.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	v, err := c.load(seg)
+	v, err := segmentKeys(seg)
 	if err != nil {
 		return v, err
 	}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[segment.Segment]T{}
+		c.m = map[segment.Segment][]docKey{}
 	}
 	c.m[seg] = v
 	c.mu.Unlock()
@@ -62,7 +60,7 @@ func (c *segCache[T]) get(seg segment.Segment) (T, error) {
 }
 
 // prune forgets the segments a snapshot no longer has.
-func (c *segCache[T]) prune(live map[segment.Segment]bool) {
+func (c *keyCache) prune(live map[segment.Segment]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for seg := range c.m {
@@ -72,13 +70,29 @@ func (c *segCache[T]) prune(live map[segment.Segment]bool) {
 	}
 }
 
+// segmentKeys returns the keys of seg's documents by document number, from their ids.
+func segmentKeys(seg segment.Segment) ([]docKey, error) {
+	keys := make([]docKey, seg.Count())
+	for i := range keys {
+		id, err := seg.DocID(uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		ts, mid, ok := parseDocID(id)
+		if !ok {
+			return nil, fmt.Errorf("search: document %d has id %q", i, id)
+		}
+		keys[i] = docKey{ts, mid}
+	}
+	return keys, nil
+}
+
 // segView is one segment of a snapshot as a query sees it.
 type segView struct {
 	ix      *Index
 	seg     segment.Segment
 	deleted *roaring.Bitmap
 	keys    []docKey
-	terms   *segTerms // nil for a segment in memory
 	dicts   map[string]segment.TermDictionary
 }
 
@@ -110,13 +124,6 @@ var emptyBitmap = roaring.New()
 // postings returns the live documents holding term in field. The bitmap may be the
 // segment's own: never modify it.
 func (v *segView) postings(field, term string) (*roaring.Bitmap, error) {
-	if v.terms != nil {
-		bm, err := v.terms.postings(field, term)
-		if err != nil || v.deleted == nil || bm.IsEmpty() {
-			return bm, err
-		}
-		return roaring.AndNot(bm, v.deleted), nil
-	}
 	d, err := v.dict(field)
 	if err != nil || d == nil {
 		return emptyBitmap, err
@@ -270,15 +277,9 @@ func (ix *Index) snapshot() (*snapshot, error) {
 			continue
 		}
 		s.docs += n
-		terms, err := ix.terms.get(seg)
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		s.segs = append(s.segs, &segView{ix: ix, seg: seg, deleted: del, terms: terms, dicts: map[string]segment.TermDictionary{}})
+		s.segs = append(s.segs, &segView{ix: ix, seg: seg, deleted: del, dicts: map[string]segment.TermDictionary{}})
 	}
 	ix.keys.prune(live)
-	ix.terms.prune(live)
 	return s, nil
 }
 

@@ -4,14 +4,13 @@ import (
 	"hash/maphash"
 	"reflect"
 	"sync"
-	"unsafe"
 
 	index "github.com/blevesearch/bleve_index_api"
 )
 
 // The fields of a message's index document are built here directly, without bleve's
-// analysis pipeline: each text is tokenized once and its term frequencies are handed to the
-// segment builder as they are. What each field holds:
+// analysis pipeline: each text is tokenized once and its term frequencies are handed to
+// bleve as they are. What each field holds:
 //
 //   - subject, from, to: every term with its word positions (phrases in these fields are
 //     matched in the index exactly) and frequencies;
@@ -49,10 +48,11 @@ type field struct {
 
 	length int
 	freqs  index.TokenFrequencies
-	terms  []string // kindBody, kindKeyword: the distinct terms, when freqs is not built
-	pairs  *field   // kindBody: the stored pair filter to fill
+	pairs  *field // kindBody: the stored pair filter to fill
 }
 
+// fieldSize is what a field takes, for bleve's estimate of a batch's memory (reflect on our
+// own type only).
 var fieldSize = int(reflect.TypeFor[field]().Size())
 
 func (f *field) Name() string                        { return f.name }
@@ -64,41 +64,47 @@ func (f *field) Size() int                           { return fieldSize + len(f.
 func (f *field) EncodedFieldType() byte              { return 't' }
 func (f *field) AnalyzedLength() int                 { return f.length }
 
-// AnalyzedTokenFrequencies returns the terms with their frequencies. Our segment builder
-// reads the terms of body and keyword fields from f.terms instead (they carry neither
-// frequencies nor locations), so the map is only built if something else asks: for a
-// 2 KB body it was ~26 KB of garbage and a map insert per distinct term.
-func (f *field) AnalyzedTokenFrequencies() index.TokenFrequencies {
-	if f.freqs == nil && f.terms != nil {
-		f.freqs = make(index.TokenFrequencies, len(f.terms))
-		slab := make([]index.TokenFreq, len(f.terms))
-		for i, t := range f.terms {
-			slab[i].Term = termBytes(t)
-			f.freqs[t] = &slab[i]
-		}
-	}
-	return f.freqs
-}
+// AnalyzedTokenFrequencies returns the terms with their frequencies (set by Analyze).
+func (f *field) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.freqs }
 
 // Analyze computes the term frequencies (bleve calls it on its analysis workers, in
 // parallel across the documents of a batch).
 func (f *field) Analyze() {
 	switch f.kind {
 	case kindKeyword:
-		f.length = 1
-		f.terms = []string{f.text}
+		f.freqs, f.length = bareFreqs([]string{f.text}), 1
 	case kindText:
 		f.freqs, f.length = textFreqs(f.text)
 	case kindBody:
 		sc := bodyScratchPool.Get().(*bodyScratch)
-		var pairs []uint64
-		f.terms, f.length, pairs = bodyTerms(f.text, sc)
+		terms, n, pairs := bodyTerms(f.text, sc)
+		f.freqs, f.length = bareFreqs(terms), n
 		if f.pairs != nil {
 			f.pairs.value = newBloom(pairs)
 		}
 		sc.reset()
 		bodyScratchPool.Put(sc)
 	}
+}
+
+// bareFreqs returns the frequencies of terms indexed without frequencies or positions
+// (body and keyword fields: SkipFreqNorm), each term once. The terms' bytes share one
+// allocation, and so do their entries: for a 2 KB body a term apiece was most of the
+// garbage of its analysis.
+func bareFreqs(terms []string) index.TokenFrequencies {
+	size := 0
+	for _, t := range terms {
+		size += len(t)
+	}
+	buf := make([]byte, 0, size)
+	slab := make([]index.TokenFreq, len(terms))
+	freqs := make(index.TokenFrequencies, len(terms))
+	for i, t := range terms {
+		buf = append(buf, t...)
+		slab[i].Term = buf[len(buf)-len(t) : len(buf) : len(buf)]
+		freqs[t] = &slab[i]
+	}
+	return freqs
 }
 
 // textFreqs returns the terms of text with their positions.
@@ -108,11 +114,13 @@ func textFreqs(text string) (index.TokenFrequencies, int) {
 	freqs := make(index.TokenFrequencies, len(toks))
 	locs := make([]index.TokenLocation, len(toks))
 	slab := make([]index.TokenFreq, 0, len(toks))
+	buf := make([]byte, 0, len(text))
 	for i, t := range toks {
 		locs[i].Position = t.pos
 		tf := freqs[t.term]
 		if tf == nil {
-			slab = append(slab, index.TokenFreq{Term: termBytes(t.term)})
+			buf = append(buf, t.term...)
+			slab = append(slab, index.TokenFreq{Term: buf[len(buf)-len(t.term) : len(buf) : len(buf)]})
 			tf = &slab[len(slab)-1]
 			freqs[t.term] = tf
 		}
@@ -219,6 +227,3 @@ func bodyTerms(text string, sc *bodyScratch) ([]string, int, []uint64) {
 	}
 	return terms, n, sc.pairs
 }
-
-// termBytes returns the bytes of a term without copying them: bleve only reads a term.
-func termBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

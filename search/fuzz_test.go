@@ -2,9 +2,6 @@ package search
 
 import (
 	"testing"
-
-	"github.com/RoaringBitmap/roaring/v2"
-	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // FuzzParse: whatever a client types as a search query, the parser must not panic (nothing
@@ -49,51 +46,5 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q: Empty() is %v with %d clauses", s, q.Empty(), n)
 		}
 		_ = q.String()
-	})
-}
-
-// FuzzSegment: for any texts, the segment builder writes the bytes zapx writes
-// (segment_test.go). The texts make three messages, the third a copy of the first.
-func FuzzSegment(f *testing.F) {
-	f.Add("Invoice for March", "Alice <alice@example.com>", "the report of the week, café 東京", "pdf")
-	f.Add("", "", "", "")
-	f.Add("a a a a", "b", "the of the of the", "")
-	f.Fuzz(func(t *testing.T, subject, from, body, attachment string) {
-		ds := []*Doc{
-			{ID: 1, Inbox: 1, TS: 1.7e12, Subject: subject, From: from, To: []string{body}, Body: body},
-			{ID: 2, Inbox: 2, TS: -5, Subject: body, From: subject, Body: subject + " " + body, Attachments: []string{attachment}},
-			{ID: 3, Inbox: 1, TS: 1.7e12, Subject: subject, From: from, To: []string{body}, Body: body, Category: attachment},
-		}
-		checkSameSegment(t, analyzedDocs(ds))
-	})
-}
-
-// FuzzMerge: for any texts and deletions, the merger writes the file zapx's merge writes
-// (segment_merge_test.go). The texts make two segments of three messages; bit i of drop
-// deletes message i.
-func FuzzMerge(f *testing.F) {
-	f.Add("Invoice for March", "Alice <alice@example.com>", "the report of the week, café 東京", uint8(0))
-	f.Add("a", "a", "a a", uint8(0x2d))
-	f.Add("", "b", "", uint8(0x07))
-	f.Fuzz(func(t *testing.T, subject, from, body string, drop uint8) {
-		if drop&0x3f == 0x3f {
-			return // every message deleted: zapx's merge is left to do that
-		}
-		ds := []*Doc{
-			{ID: 1, Inbox: 1, TS: 1.7e12, Subject: subject, From: from, Body: body},
-			{ID: 2, Inbox: 2, TS: -5, Subject: body, From: subject, Body: subject + " " + body, Attachments: []string{from}},
-			{ID: 3, Inbox: 1, TS: 1.7e12, Subject: subject, To: []string{body}, Body: from},
-			{ID: 4, Inbox: 1, TS: 9, Subject: from, From: body, Body: body + " " + from, Category: subject},
-			{ID: 5, Inbox: 3, TS: 1.7e12, Subject: subject + " " + subject, Body: "x"},
-			{ID: 6, Inbox: 1, TS: 1.7e12, From: from, Body: subject},
-		}
-		segs := []segment.Segment{buildOurs(t, analyzedDocs(ds[:3])), buildOurs(t, analyzedDocs(ds[3:]))}
-		drops := []*roaring.Bitmap{roaring.New(), roaring.New()}
-		for i := range 6 {
-			if drop&(1<<i) != 0 {
-				drops[i/3].Add(uint32(i % 3))
-			}
-		}
-		checkSameMerge(t, segs, drops)
 	})
 }

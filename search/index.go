@@ -128,13 +128,9 @@ func parseDocID(s []byte) (ts, id int64, ok bool) {
 // merges them and makes batches atomic; queries are answered by this package straight
 // from the segments' postings (eval.go).
 type Index struct {
-	b     bleve.Index
-	path  string
-	keys  segCache[[]docKey]
-	terms segCache[*segTerms]
-
-	stopRelease chan struct{} // closed by Close: ends releaseLoop (segment_release.go)
-	released    chan struct{} // closed by releaseLoop as it ends
+	b    bleve.Index
+	path string
+	keys keyCache
 }
 
 // newMapping describes the documents for bleve's index metadata: every field named,
@@ -250,6 +246,10 @@ func scorchConfig() map[string]interface{} {
 		// a callback, and the queue is trimmed only behind it.
 		"unsafe_batch": true,
 		"bolt_timeout": "2s",
+		// bleve's own zap v17 segments, named rather than left to whatever plugin is the
+		// process's default.
+		"forceSegmentType":    "zap",
+		"forceSegmentVersion": 17,
 		// No merge makes a segment of more than 100,000 documents, and one of 50,000
 		// live documents or more is merged no more (bleve's planner; the rest of its
 		// defaults stand). Uncapped, the top tier eventually merges the whole index
@@ -296,14 +296,11 @@ func Open(path string) (*Index, Meta, error) {
 		}
 	}
 	ix := &Index{b: b, path: path}
-	ix.keys.load, ix.terms.load = segmentKeys, openSegTerms
 	meta, err := ix.meta()
 	if err != nil {
 		b.Close()
 		return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	}
-	ix.stopRelease, ix.released = make(chan struct{}), make(chan struct{})
-	go ix.releaseLoop(ix.stopRelease, ix.released)
 	return ix, meta, nil
 }
 
@@ -334,8 +331,6 @@ func (ix *Index) meta() (Meta, error) {
 
 // Close closes the index; batches already applied are persisted first.
 func (ix *Index) Close() error {
-	close(ix.stopRelease)
-	<-ix.released
 	return ix.b.Close()
 }
 

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,11 +58,6 @@ func Rebuild(ctx context.Context, path string, src Source, progress func(done, t
 	if err != nil {
 		return 0, err
 	}
-	// A rebuild holds several batches of documents and the segments built from them,
-	// hundreds of megabytes at once: under the server's soft memory limit (gc.go in
-	// package main) the collector ran without pause, and 100,000 messages took 50 s
-	// instead of 13 s. The limit is lifted while the rebuild runs, and put back after.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	tmp := path + ".rebuild"
 	if err := os.RemoveAll(tmp); err != nil {
 		return 0, err

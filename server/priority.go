@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/search"
 )
 
 // While mail is being received, searches run on OS threads of lower CPU priority than
@@ -76,7 +75,7 @@ func newLowPriority() *lowPriority {
 // keeps its niceness for good, and ends with the goroutine.
 func (p *lowPriority) work(started chan<- error) {
 	runtime.LockOSThread()
-	started <- search.LowerThreadPriority(searchNice)
+	started <- lowerThreadPriority(searchNice)
 	for {
 		select {
 		case job := <-p.jobs:

@@ -188,26 +188,15 @@ const designNotes = `### What the design does for these figures
   index never merges a segment past 100,000 documents, so arriving mail never makes it
   rewrite the whole index. While mail is being received, searches run on threads niced by 10
   (server/priority.go): the work of delivering it gets the cores first, so the ingest
-  beside the search loop loses less; those searches take longer. Merges always run on a
-  niced thread of their own (search/segment_merge_nice.go): they are background work.
+  beside the search loop loses less; those searches take longer. bleve builds and merges
+  the index's segments (its own zap v17 segments, chosen by the index's configuration).
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while it stays mapped.
-  Every second the index drops its mapped pages (search/segment_release.go; they stay
-  in the page cache), and a merge drops its sources' pages every 2 MB it writes
-  (search/segment_merge.go), faster than it reads them whole. Searches read the
-  dictionaries and postings with pread (search/segment_terms.go), not through the
-  mapping, around whose every faulted page the kernel maps 64 KB: a search loop kept
-  100-250 MB mapped. Each dictionary a search uses is kept in memory once read (~36 bytes
-  a message). The mappings are advised random (search/segment_advice.go), so a lookup's page
-  fault reads that page rather than 128 KB around it; merges and the start's key
-  warm-up, which read in order, ask for their ranges ahead. The keys of a segment's
-  documents are read from its id dictionary (~15 bytes a document) rather than its stored
-  values, which hold each message's pair filter too (~575 bytes); on this data set that
-  took the resident memory right after a start from 188 to 65 MB. The Go runtime collects
+  The page cache keeps them whether or not they are mapped. The keys of a segment's
+  documents are read once per segment, from their ids. The Go runtime collects
   at GOGC 400 under a 112 MiB soft limit (runtime.go); the indexer applies at most 1,000 rows
-  a batch, whose build is most of the live heap while mail arrives; segment builders are
-  not kept between segments, so their buffers are not live heap between batches, and the
-  writer's SQLite page cache is 8 MB.
+  a batch, whose build is most of the live heap while mail arrives, and the writer's
+  SQLite page cache is 8 MB.
 `
 
 func firstLoad(avg string) float64 {

@@ -1,12 +1,12 @@
-package search
+package server
 
 import "syscall"
 
-// LowerThreadPriority adds nice to the calling thread's niceness. On Linux niceness
+// lowerThreadPriority adds nice to the calling thread's niceness. On Linux niceness
 // belongs to a thread, so PRIO_PROCESS with a thread id changes that thread only. The
 // caller keeps its goroutine locked to the thread for as long as the thread lives, or the
 // lowered priority passes to whatever Go runs there next.
-func LowerThreadPriority(nice int) error {
+func lowerThreadPriority(nice int) error {
 	tid := syscall.Gettid()
 	cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
 	if err != nil {
