@@ -183,9 +183,9 @@ func TestTokenizerMatchesReference(t *testing.T) {
 
 func checkBodyFreqs(t *testing.T, s string) {
 	t.Helper()
-	sc := bodyScratchPool.Get().(*bodyScratch)
-	defer func() { sc.reset(); bodyScratchPool.Put(sc) }()
-	terms, n, pairs := bodyTerms(s, sc)
+	an := newAnalysis()
+	sc := an.scratch.Get().(*bodyScratch)
+	terms, n, pairs := an.bodyTerms(s, sc)
 	wantFreqs, wantN, wantPairs := bodyFreqsRef(s)
 	if n != wantN {
 		t.Fatalf("%q: length %d, want %d", s, n, wantN)
@@ -222,7 +222,7 @@ func lowerRef(s string) string {
 // A body or keyword field hands bleve each distinct term once, with neither frequencies
 // nor locations (they are indexed SkipFreqNorm), and its terms' bytes are the terms.
 func TestBareFieldsHoldEachTermOnce(t *testing.T) {
-	body := &field{name: "body", kind: kindBody, text: "The invoice is attached; the invoice total is due."}
+	body := &field{name: "body", kind: kindBody, an: newAnalysis(), text: "The invoice is attached; the invoice total is due."}
 	body.Analyze()
 	key := &field{name: "inbox", kind: kindKeyword, text: "sales@inboxd.test"}
 	key.Analyze()

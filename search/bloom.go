@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"sort"
 	"strings"
-	"sync/atomic"
 )
 
 // The body is indexed without word positions: positions in bleve's segments cost about
@@ -61,18 +60,16 @@ type commonPairTerm struct {
 	hash uint64
 }
 
-// commonPairs holds the pair terms made so far, so that indexing does not make the same
-// strings for every message.
-var commonPairs = make([]atomic.Pointer[commonPairTerm], len(commonList)*len(commonList))
-
 // commonPair returns the pair term of two common words by their indexes in commonList.
-func commonPair(a, b int16) *commonPairTerm {
-	slot := &commonPairs[int(a)*len(commonList)+int(b)]
+// The terms made so far are kept, so that indexing does not make the same strings for
+// every message.
+func (an *docAnalysis) commonPair(a, b int16) *commonPairTerm {
+	slot := &an.pairs[int(a)*len(commonList)+int(b)]
 	if p := slot.Load(); p != nil {
 		return p
 	}
 	t := pairTerm(commonList[a], commonList[b])
-	p := &commonPairTerm{term: t, hash: maphash.String(termSeed, t)}
+	p := &commonPairTerm{term: t, hash: maphash.String(an.seed, t)}
 	slot.Store(p)
 	return p
 }

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	index "github.com/blevesearch/bleve_index_api"
 )
@@ -48,7 +49,8 @@ type field struct {
 
 	length int
 	freqs  index.TokenFrequencies
-	pairs  *field // kindBody: the stored pair filter to fill
+	pairs  *field       // kindBody: the stored pair filter to fill
+	an     *docAnalysis // kindBody: the index's
 }
 
 // fieldSize is what a field takes, for bleve's estimate of a batch's memory (reflect on our
@@ -76,14 +78,14 @@ func (f *field) Analyze() {
 	case kindText:
 		f.freqs, f.length = textFreqs(f.text)
 	case kindBody:
-		sc := bodyScratchPool.Get().(*bodyScratch)
-		terms, n, pairs := bodyTerms(f.text, sc)
+		sc := f.an.scratch.Get().(*bodyScratch)
+		terms, n, pairs := f.an.bodyTerms(f.text, sc)
 		f.freqs, f.length = bareFreqs(terms), n
 		if f.pairs != nil {
 			f.pairs.value = newBloom(pairs)
 		}
 		sc.reset()
-		bodyScratchPool.Put(sc)
+		f.an.scratch.Put(sc)
 	}
 }
 
@@ -144,9 +146,18 @@ type bodyTerm struct {
 	common int16  // index in commonList, or -1
 }
 
-var bodyScratchPool = sync.Pool{New: func() any { return &bodyScratch{slots: make([]int32, 1024)} }}
+// docAnalysis is what the analysis of an index's documents shares across messages.
+type docAnalysis struct {
+	seed    maphash.Seed // of the terms' hashes in bodyScratch's table
+	scratch sync.Pool    // of *bodyScratch
+	pairs   []atomic.Pointer[commonPairTerm]
+}
 
-var termSeed = maphash.MakeSeed()
+func newAnalysis() *docAnalysis {
+	an := &docAnalysis{seed: maphash.MakeSeed(), pairs: make([]atomic.Pointer[commonPairTerm], len(commonList)*len(commonList))}
+	an.scratch.New = func() any { return &bodyScratch{slots: make([]int32, 1024)} }
+	return an
+}
 
 // add returns the index of term among the distinct terms, adding it if new.
 func (sc *bodyScratch) add(term string, h uint64, common int16) int {
@@ -196,14 +207,14 @@ func (sc *bodyScratch) reset() {
 // its adjacent word pairs (in sc.pairs, valid until sc is reset). Each word is looked up
 // once in a table of the message's own terms; the common-word pair terms are shared
 // strings (commonPair).
-func bodyTerms(text string, sc *bodyScratch) ([]string, int, []uint64) {
+func (an *docAnalysis) bodyTerms(text string, sc *bodyScratch) ([]string, int, []uint64) {
 	n := 0
 	// The previous two words: position (0 for none), fixed hash, common index.
 	prevPos, prevHash, prevCommon := 0, uint64(0), int16(-1)
 	prev2Pos, prev2Hash := 0, uint64(0)
 	tokenize(text, func(t token) {
 		n++
-		k := sc.add(t.term, maphash.String(termSeed, t.term), -2)
+		k := sc.add(t.term, maphash.String(an.seed, t.term), -2)
 		if t.compound {
 			return
 		}
@@ -214,7 +225,7 @@ func bodyTerms(text string, sc *bodyScratch) ([]string, int, []uint64) {
 				sc.pairs = append(sc.pairs, tripleOf(prev2Hash, prevHash, h))
 			}
 			if prevCommon >= 0 && common >= 0 {
-				p := commonPair(prevCommon, common)
+				p := an.commonPair(prevCommon, common)
 				sc.add(p.term, p.hash, -1)
 			}
 		}

@@ -131,6 +131,9 @@ type Index struct {
 	b    bleve.Index
 	path string
 	keys keyCache
+	an   *docAnalysis
+	// scores holds the score slices of rankSegment, one per search at a time.
+	scores sync.Pool
 }
 
 // newMapping describes the documents for bleve's index metadata: every field named,
@@ -178,13 +181,13 @@ func newMapping() *mapping.IndexMappingImpl {
 }
 
 // document builds the bleve document of d.
-func (d *Doc) document() *document.Document {
+func (d *Doc) document(an *docAnalysis) *document.Document {
 	doc := document.NewDocument(docID(d.TS, d.ID))
 	add := func(name string, kind fieldKind, opts index.FieldIndexingOptions, v string) *field {
 		if v == "" {
 			return nil
 		}
-		f := &field{name: name, kind: kind, opts: opts, text: v}
+		f := &field{name: name, kind: kind, opts: opts, text: v, an: an}
 		doc.AddField(f)
 		return f
 	}
@@ -295,7 +298,8 @@ func Open(path string) (*Index, Meta, error) {
 			return nil, Meta{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 		}
 	}
-	ix := &Index{b: b, path: path}
+	ix := &Index{b: b, path: path, an: newAnalysis()}
+	ix.scores.New = func() any { return new([]float64) }
 	meta, err := ix.meta()
 	if err != nil {
 		b.Close()
@@ -353,7 +357,7 @@ func (ix *Index) NewBatch() *Batch { return &Batch{b: ix.b.NewBatch(), ix: ix} }
 
 // Put indexes d, replacing what the index held for it.
 func (bt *Batch) Put(d *Doc) {
-	if err := bt.b.IndexAdvanced(d.document()); err != nil && bt.err == nil {
+	if err := bt.b.IndexAdvanced(d.document(bt.ix.an)); err != nil && bt.err == nil {
 		bt.err = err
 	}
 	bt.n++
