@@ -58,15 +58,16 @@ echo "== go test -race"
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./...
 
 echo "== fuzz: every parser, about 10 s each"
-# MIME, request bodies and query strings, search queries, page tokens and fixture files. A
-# failing input is saved under the package's testdata/fuzz/<target>/ and from then on runs with every go test as a
+# MIME, request bodies and query strings, search queries, page tokens, fixture files, and
+# the search segment builder (checked byte for byte against zapx). A failing input is saved
+# under the package's testdata/fuzz/<target>/ and from then on runs with every go test as a
 # regression case: commit it with the fix.
 # Budgets are counts of runs (about 10 s each on an idle 2-core machine), not durations: with
 # a duration, Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline
 # exceeded" when the time runs out while a worker is busy (golang/go#75804, fixed in Go
 # 1.27); a count never races a clock. FUZZTIME, when set (e.g. 60s or 10000x), applies to all.
 for target in mail:FuzzParse:5000x schema:FuzzBody:100000x schema:FuzzQuery:100000x schema:FuzzDuplicateKey:60000x search:FuzzParse:60000x \
-  db/sqlite:FuzzPageToken:200000x fixtures:FuzzFixture:20000x; do
+  search:FuzzSegment:1500x db/sqlite:FuzzPageToken:200000x fixtures:FuzzFixture:20000x; do
   IFS=: read -r pkg name budget <<<"$target"
   go test -tags "$TAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-$budget}" -fuzzminimizetime 1s "./${pkg}" |
     sed '/^fuzz: elapsed/d' || { echo "fuzzing ${pkg}:${name} failed"; exit 1; }

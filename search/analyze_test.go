@@ -228,6 +228,9 @@ func TestBareFieldsHoldEachTermOnce(t *testing.T) {
 	key.Analyze()
 	for _, f := range []*field{body, key} {
 		freqs := f.AnalyzedTokenFrequencies()
+		if len(freqs) != len(f.terms) {
+			t.Fatalf("%s: %d terms in the map, %d in the field", f.name, len(freqs), len(f.terms))
+		}
 		if len(freqs) == 0 {
 			t.Fatalf("%s: no terms", f.name)
 		}

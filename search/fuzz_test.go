@@ -48,3 +48,19 @@ func FuzzParse(f *testing.F) {
 		_ = q.String()
 	})
 }
+
+// FuzzSegment: for any texts, the segment builder writes the bytes zapx writes
+// (segment_test.go). The texts make three messages, the third a copy of the first.
+func FuzzSegment(f *testing.F) {
+	f.Add("Invoice for March", "Alice <alice@example.com>", "the report of the week, café 東京", "pdf")
+	f.Add("", "", "", "")
+	f.Add("a a a a", "b", "the of the of the", "")
+	f.Fuzz(func(t *testing.T, subject, from, body, attachment string) {
+		ds := []*Doc{
+			{ID: 1, Inbox: 1, TS: 1.7e12, Subject: subject, From: from, To: []string{body}, Body: body},
+			{ID: 2, Inbox: 2, TS: -5, Subject: body, From: subject, Body: subject + " " + body, Attachments: []string{attachment}},
+			{ID: 3, Inbox: 1, TS: 1.7e12, Subject: subject, From: from, To: []string{body}, Body: body, Category: attachment},
+		}
+		checkSameSegment(t, analyzedDocs(ds))
+	})
+}

@@ -31,8 +31,10 @@ const (
 	MaxBody    = 128 << 10
 )
 
-// Version is the layout of documents and mapping. An index of another version is rebuilt.
-const Version = "5"
+// Version is the layout of documents and mapping, and the segment plugin. An index of
+// another version is rebuilt. (6: segments of our plugin under its own name, where 5's
+// were recorded as zapx's.)
+const Version = "6"
 
 // Field names in the index.
 const (
@@ -242,16 +244,17 @@ func capString(s string, max int) string {
 	return s[:max]
 }
 
-// scorchConfig is the configuration of bleve's index.
-func scorchConfig() map[string]interface{} {
+// scorchConfig is the configuration of bleve's index, with segments of the plugin
+// registered as segType (segPluginType; zapx's "zap" for a test's reference index).
+func scorchConfig(segType string) map[string]interface{} {
 	return map[string]interface{}{
 		// Batches return once applied in memory; persistence is tracked per batch with
 		// a callback, and the queue is trimmed only behind it.
 		"unsafe_batch": true,
 		"bolt_timeout": "2s",
-		// bleve's own zap v17 segments, named rather than left to whatever plugin is the
-		// process's default.
-		"forceSegmentType":    "zap",
+		// Our segment plugin (segment_plugin.go), by name: new segments built by our
+		// writer, merged and read by zapx v17.
+		"forceSegmentType":    segType,
 		"forceSegmentVersion": 17,
 		// No merge makes a segment of more than 100,000 documents, and one of 50,000
 		// live documents or more is merged no more (bleve's planner; the rest of its
@@ -279,9 +282,13 @@ type Meta struct {
 
 // Open opens the index at path. A missing index is created empty (Meta.Version is then
 // ""); an unreadable one returns ErrCorrupt.
-func Open(path string) (*Index, Meta, error) {
+func Open(path string) (*Index, Meta, error) { return openWith(path, segPluginType) }
+
+// openWith is Open with new segments of the plugin registered as segType. (An existing
+// index is opened with the plugin it records.)
+func openWith(path, segType string) (*Index, Meta, error) {
 	m := newMapping()
-	cfg := scorchConfig()
+	cfg := scorchConfig(segType)
 	var b bleve.Index
 	var err error
 	if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {

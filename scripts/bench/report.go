@@ -188,8 +188,9 @@ const designNotes = `### What the design does for these figures
   index never merges a segment past 100,000 documents, so arriving mail never makes it
   rewrite the whole index. While mail is being received, searches run on threads niced by 10
   (server/priority.go): the work of delivering it gets the cores first, so the ingest
-  beside the search loop loses less; those searches take longer. bleve builds and merges
-  the index's segments (its own zap v17 segments, chosen by the index's configuration).
+  beside the search loop loses less; those searches take longer. New segments of the search
+  index are written by inboxd's own zap v17 writer (search/segment*.go, a segment plugin
+  the index's configuration chooses); bleve merges them.
 - **Memory**: the search index's segments are memory-mapped files, and every page the
   server reads through a mapping counts in its resident memory while it stays mapped.
   The page cache keeps them whether or not they are mapped. The keys of a segment's
