@@ -49,7 +49,7 @@ type Options struct {
 	// documents hold more than docBudget of text). A batch's documents and segment build
 	// are most of the live heap while mail arrives (~45 MB for 2,000 rows of 2 KB mail, on
 	// top of ~25 at rest), so under the runtime's soft limit the batch sets how often the
-	// collector runs: what that costs at each size is in gc.go. Building and merging
+	// collector runs: what that costs at each size is in runtime.go. Building and merging
 	// segments took the same share of the ingest's CPU with 1,000 rows as with 2,000
 	// (12.3% and 10.7%; BENCHMARKS.md, thirteenth session); earlier, with zapx's builder,
 	// 1000 rows cost ~5% more CPU than 2000.

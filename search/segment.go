@@ -113,7 +113,7 @@ type segStored struct {
 // A builder lives for one segment. Builders used to be kept between segments, so their
 // buffers were not grown from nothing by every batch; but between batches the two kept
 // took ~25 MB of the live heap, which the collector marks on every cycle and the memory
-// limit counts (gc.go). Instead a build sizes its buffers from the one before
+// limit counts (runtime.go). Instead a build sizes its buffers from the one before
 // (buildMemory) and allocates each once. Measured beside the other memory changes of the
 // eleventh session (BENCHMARKS.md).
 func newBuilder() *segBuilder { return &segBuilder{fieldIDs: map[string]uint16{}} }
