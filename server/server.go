@@ -275,5 +275,9 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprou
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	// Any origin may read the document, so that browser-hosted viewers and generators
+	// (Swagger UI, Redocly, editors) load it by URL. It holds no secret and needs no key;
+	// the API itself stays without CORS.
+	h.Set("Access-Control-Allow-Origin", "*")
 	w.Write(s.openapi)
 }
