@@ -370,8 +370,20 @@ func (m *Main) ensureOperator(ctx context.Context, _ *parts) error {
 // stopServing drains in-flight HTTP requests and SMTP sessions (bounded) and stops the
 // workers.
 func (m *Main) stopServing() error {
+	start := time.Now()
+	m.Log.Info("stopping: draining HTTP requests and SMTP sessions, then the workers")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	err := m.drain(ctx)
+	// An operator reading the log after a restart sees that the stop was clean, or that
+	// the bound cut some requests or sessions short.
+	m.Log.Info("stopped", "duration_ms", time.Since(start).Milliseconds(), "drained", err == nil)
+	return err
+}
+
+// drain stops the listeners, waits for in-flight HTTP requests and SMTP sessions until
+// ctx ends, and stops the workers.
+func (m *Main) drain(ctx context.Context) error {
 	err := m.http.Shutdown(ctx)
 	if m.smtp != nil {
 		// Sessions inside DATA finish and get their answer; idle ones are closed.
