@@ -20,7 +20,7 @@ import (
 // workload of sends, SMTP mail, reads, searches, failed logins and bad keys: every line on
 // stderr is one JSON object, every request has its line with the operation, status and
 // duration, no key, password, message body or search term appears anywhere, and a clean
-// stop says so.
+// stop says so. A message received over SMTP has its info line (ids and size).
 func TestLogsAreJSONAndKeepSecrets(t *testing.T) {
 	c := qt.New(t)
 	dir := t.TempDir()
@@ -115,13 +115,16 @@ func TestLogsAreJSONAndKeepSecrets(t *testing.T) {
 	for _, secret := range []string{crashKey, badKey, password, "metrics-secret-token", sendBody, smtpBody, "purple", "giraffe", searchFor} {
 		c.Check(strings.Contains(logs, secret), qt.IsFalse, qt.Commentf("the log holds %q:\n%s", secret, logs))
 	}
-	seen, stopped := 0, false
+	seen, stopped, received := 0, false, false
 	sc := bufio.NewScanner(strings.NewReader(logs))
 	for sc.Scan() {
 		var line map[string]any
 		c.Assert(json.Unmarshal(sc.Bytes(), &line), qt.IsNil, qt.Commentf("not JSON: %s", sc.Text()))
 		c.Assert(line["time"], qt.Not(qt.IsNil))
 		c.Assert(line["level"], qt.Not(qt.IsNil))
+		if line["msg"] == "smtp: received" {
+			received = line["level"] == "INFO" && line["message"] == "<log-1@customer.example>" && line["bytes"] != nil
+		}
 		if line["msg"] == "stopped" {
 			stopped = line["drained"] == true && line["duration_ms"] != nil
 		}
@@ -134,5 +137,6 @@ func TestLogsAreJSONAndKeepSecrets(t *testing.T) {
 		}
 	}
 	c.Assert(seen >= requests, qt.IsTrue, qt.Commentf("%d request lines for %d requests:\n%s", seen, requests, logs))
+	c.Assert(received, qt.IsTrue, qt.Commentf("no info line for the message received over SMTP:\n%s", logs))
 	c.Assert(stopped, qt.IsTrue, qt.Commentf("no line saying the server stopped after draining:\n%s", logs))
 }

@@ -99,6 +99,7 @@ func (s *Service) dispatchOutbound(ctx context.Context, cfg OutboundConfig, rela
 			outcomes = append(outcomes, o)
 		}
 	}
+	s.logSettled(done, outcomes)
 	if err := s.store.FinishOutboundBatch(ctx, done, outcomes); err != nil && ctx.Err() == nil {
 		// One bad outcome must not hold up the others: record them one by one.
 		s.log.Warn("outbound: batch outcome failed, recording one by one", "err", err)
@@ -348,13 +349,25 @@ func (s *Service) relayOne(ctx context.Context, cfg OutboundConfig, j db.Outboun
 
 var errRowGone = errors.New("outbound: the queue row is gone (the inbox was deleted)")
 
+// logSettled writes one info line for each delivery settled without the relay (a local
+// inbox, the sink of the test-double mode, a refusal): the relay's are in logOutcome.
+func (s *Service) logSettled(done []db.OutboundJob, outcomes []db.OutboundOutcome) {
+	for i, o := range outcomes {
+		if o.Update.Status == "" { // parked or rescheduled: not settled yet
+			continue
+		}
+		s.log.Info("outbound: "+o.Update.Status, "message", done[i].MessageID, "recipient", done[i].Recipient,
+			"provider", o.Update.Provider, "reason", o.Update.Reason)
+	}
+}
+
 // logOutcome tells the operator what became of a delivery: one whose relay is down or
 // refusing mail shows in the log, not only in each message's delivery record.
 func (s *Service) logOutcome(j db.OutboundJob, provider string, res Result) {
 	attrs := []any{"message", j.MessageID, "recipient", j.Recipient, "provider", provider, "code", res.Code, "reason", res.Reason}
 	switch res.Outcome {
 	case Delivered:
-		s.log.Debug("outbound: delivered", attrs...)
+		s.log.Info("outbound: delivered", attrs...)
 	case Bounced:
 		s.log.Info("outbound: bounced", attrs...)
 	case Uncertain:

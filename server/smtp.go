@@ -21,6 +21,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
 )
 
@@ -335,16 +336,30 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 		in.RemoteIP = a.IP
 	}
 	done := x.srv.cfg.Arrivals.begin()
-	_, err = x.srv.svc.Receive(ctx, in)
+	stored, err := x.srv.svc.Receive(ctx, in)
 	done()
 	switch {
 	case err == nil:
+		x.logReceived(stored, len(data))
 		return nil
 	case errors.Is(err, mail.ErrEmptyMessage):
 		return errEmpty
 	}
 	x.srv.log.Error("smtp: store message", "from", x.from, "rcpts", len(x.rcpts), "err", err)
 	return errStoreFailure
+}
+
+// logReceived writes the message's one line at info: ids and sizes, never its content.
+func (x *smtpSession) logReceived(stored []db.Stored, size int) {
+	if len(stored) == 0 {
+		return
+	}
+	again := true // every copy was there already: the sender retried after a lost answer
+	for _, st := range stored {
+		again = again && st.Existed
+	}
+	x.srv.log.Info("smtp: received", "message", stored[0].MessageID, "bytes", size,
+		"inboxes", len(stored), "remote", x.conn.Conn().RemoteAddr().String(), "duplicate", again)
 }
 
 // dataError is the reply to a message whose transfer failed.
