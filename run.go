@@ -361,8 +361,13 @@ func (m *Main) ensureOperator(ctx context.Context, _ *parts) error {
 	if err != nil {
 		return err
 	}
-	if generated != "" {
+	switch {
+	case generated != "":
 		fmt.Fprintf(m.Stdout, "review dashboard: operator %q, password (shown once, stored hashed): %s\n", server.Operator, generated)
+	case m.AdminPassword == "":
+		// A later start cannot show the password (only its hash is kept); say where it came
+		// from and how to replace it, so an operator who lost it is not stuck.
+		fmt.Fprintf(m.Stdout, "review dashboard: operator %q, the password printed at the first start; to set another, start with INBOXD_ADMIN_PASSWORD\n", server.Operator)
 	}
 	return nil
 }
