@@ -526,24 +526,32 @@ func fillLabelsAndAttachments(ctx context.Context, tx *sql.Tx, msgs []db.Message
 		msgs[i].AttachmentCount = 1 // unknown: look
 	}
 	in := placeholders(len(msgs))
-	rows, err := tx.QueryContext(ctx, "SELECT message_id, label FROM message_labels WHERE message_id IN ("+in+") ORDER BY message_id, label", args...)
+	err := eachLabel(tx.QueryContext(ctx, "SELECT message_id, label FROM message_labels WHERE message_id IN ("+in+") ORDER BY message_id, label", args...))(
+		func(id int64, l string) { msgs[idx[id]].Labels = append(msgs[idx[id]].Labels, l) })
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int64
-		var l string
-		if err := rows.Scan(&id, &l); err != nil {
-			rows.Close()
+	return fillAttachments(ctx, tx, msgs)
+}
+
+// eachLabel reads rows of (row id, label) from a query's result, handing each to add in
+// order; call it as eachLabel(tx.QueryContext(...))(add).
+func eachLabel(rows *sql.Rows, err error) func(add func(id int64, label string)) error {
+	return func(add func(id int64, label string)) error {
+		if err != nil {
 			return err
 		}
-		msgs[idx[id]].Labels = append(msgs[idx[id]].Labels, l)
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var l string
+			if err := rows.Scan(&id, &l); err != nil {
+				return err
+			}
+			add(id, l)
+		}
+		return rows.Err()
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	return fillAttachments(ctx, tx, msgs)
 }
 
 // bodyColumns are the fields only a full message carries (scanned by bodyDest).

@@ -146,25 +146,13 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 	}
 	// Threads written before migration 0007 keep no lists: compute them.
 	in := placeholders(len(threadArgs))
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id, l.label FROM message_labels l JOIN messages m ON m.id = l.message_id
-		WHERE m.thread_id IN (`+in+") ORDER BY l.label", threadArgs...)
+	err = eachLabel(tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id, l.label FROM message_labels l JOIN messages m ON m.id = l.message_id
+		WHERE m.thread_id IN (`+in+") ORDER BY l.label", threadArgs...))(
+		func(id int64, l string) { idx[id].Labels = append(idx[id].Labels, l) })
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int64
-		var l string
-		if err := rows.Scan(&id, &l); err != nil {
-			rows.Close()
-			return err
-		}
-		idx[id].Labels = append(idx[id].Labels, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows, err = tx.QueryContext(ctx, "SELECT thread_id, from_addr, to_addrs, cc_addrs FROM messages WHERE thread_id IN ("+in+") ORDER BY ts, id", threadArgs...)
+	rows, err := tx.QueryContext(ctx, "SELECT thread_id, from_addr, to_addrs, cc_addrs FROM messages WHERE thread_id IN ("+in+") ORDER BY ts, id", threadArgs...)
 	if err != nil {
 		return err
 	}
