@@ -85,7 +85,11 @@ func StoreMessage(tx Tx, p Prepared) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	return tx.WriteMessage(p, thread, withTriage)
+	st, err := tx.WriteMessage(p, thread, withTriage)
+	if err != nil {
+		return Stored{}, err
+	}
+	return st, recordArrival(tx, m, st.RowID)
 }
 
 func existed(st *Stored) Stored {

@@ -60,7 +60,18 @@ func relabel(ctx context.Context, st Units, inboxID int64, thread bool, id strin
 			// so a thread change that reaches it reaches nothing else.
 			return Errorf(ECodeQuarantineReview, "%s is held in quarantine: its labels can change only after a person releases it in the review dashboard", what)
 		}
-		return tx.Relabel(t, without(add, remove), remove)
+		before, err := tx.LabelsOf(t)
+		if err != nil {
+			return err
+		}
+		if err := tx.Relabel(t, without(add, remove), remove); err != nil {
+			return err
+		}
+		after, err := tx.LabelsOf(t)
+		if err != nil {
+			return err
+		}
+		return recordLabelChanges(tx, before, after)
 	})
 }
 

@@ -148,6 +148,9 @@ func ReleaseMessage(ctx context.Context, st Units, uuid string, by Actor) (bool,
 		if err != nil {
 			return err
 		}
+		if err := RecordEvent(tx, NewEvent{Type: EventReleased, MessageRow: it.RowID}); err != nil {
+			return err
+		}
 		released = true
 		entry.Action, entry.Detail = "release", "reasons: "+strings.Join(it.Protection.Reasons, ", ")
 		return tx.Audit(entry)

@@ -53,11 +53,15 @@ func commitSend(tx Tx, r SendRequest, p Prepared) (SendResult, error) {
 	if st.Existed {
 		return SendResult{}, Errorf(ECodeInvalidArgument, "messageId %s already exists in this inbox", r.Message.MessageID)
 	}
+	queue, rejected := splitSuppressed(r.Recipients, suppressed)
+	if err := DeliveryChanged(tx, st.RowID, m.Delivery, rejected); err != nil {
+		return SendResult{}, err
+	}
 	out := SendResult{MessageID: st.MessageID, ThreadID: st.ThreadID}
 	if err := tx.RecordSend(inbox, SendRecord{Key: r.IdempotencyKey, Fingerprint: r.Fingerprint, Result: out}, now); err != nil {
 		return SendResult{}, err
 	}
-	return out, tx.EnqueueOutbound(st.RowID, queued(r.Recipients, suppressed), now)
+	return out, tx.EnqueueOutbound(st.RowID, queue, now)
 }
 
 // repeatSend answers a send whose idempotency key was used before.
@@ -103,13 +107,16 @@ func rejectSuppressed(labels []string, d *Delivery, suppressed map[string]bool) 
 	return labels, &out
 }
 
-// queued is the recipients that are not suppressed, in their order.
-func queued(recipients []string, suppressed map[string]bool) []string {
-	out := make([]string, 0, len(recipients))
+// splitSuppressed splits recipients, in their order, into those to queue and those
+// suppressed.
+func splitSuppressed(recipients []string, suppressed map[string]bool) (queue, rejected []string) {
+	queue = make([]string, 0, len(recipients))
 	for _, a := range recipients {
-		if !suppressed[a] {
-			out = append(out, a)
+		if suppressed[a] {
+			rejected = append(rejected, a)
+		} else {
+			queue = append(queue, a)
 		}
 	}
-	return out
+	return queue, rejected
 }

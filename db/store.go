@@ -27,6 +27,7 @@ type Store interface {
 	TriageQueue
 	Quarantine
 	ChangeLog
+	EventLog
 
 	// Now is the store's clock: every time a rule compares with is read from it.
 	Now() time.Time

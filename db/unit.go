@@ -81,6 +81,8 @@ type Tx interface {
 	LabelTarget(inboxID int64, thread bool, id string) (LabelTarget, bool, error)
 	// Relabel adds and removes labels on the messages t reaches.
 	Relabel(t LabelTarget, add, remove []string) error
+	// LabelsOf returns the labels of each message t reaches, by row.
+	LabelsOf(t LabelTarget) (map[int64][]string, error)
 
 	// ScannedMessage returns a message of a live inbox that carries a protection verdict,
 	// by its UUID, and whether it is quarantined. Errors: not_found.
@@ -125,6 +127,9 @@ type Tx interface {
 	// InsertKey stores a new key, created at the unit's Now; inboxID is the inbox of a
 	// mailbox key, 0 for an account key.
 	InsertKey(k NewKey, inboxID int64) error
+
+	// AppendEvent appends an event to the log and returns its seq.
+	AppendEvent(e NewEvent) (int64, error)
 
 	// DueTriage returns up to limit queued messages due at now and not quarantined,
 	// leaving out the rows in skip, in the order they came due.

@@ -176,6 +176,7 @@ func (s *Store) DeleteInbox(ctx context.Context, in *db.Inbox) error {
 			"DELETE FROM threads WHERE inbox_id = ?",
 			"DELETE FROM sends WHERE inbox_id = ?",
 			"DELETE FROM keys WHERE inbox_id = ?",
+			"DELETE FROM events WHERE inbox_id = ?",
 		} {
 			if _, err := tx.ExecContext(ctx, q, in.ID); err != nil {
 				return err

@@ -65,8 +65,8 @@ func pack(n *db.NewMessage) *packedMessage {
 
 // insertMessage stores n, packed as p (pack(n)), by the rules of db.StoreMessage: for the
 // writes of the store's own that store messages (a local delivery's copy).
-func insertMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMessage) (db.Stored, error) {
-	return db.StoreMessage(&unit{ctx: ctx, tx: tx, now: n.Timestamp}, &prepared{m: *n, p: p})
+func insertMessage(ctx context.Context, tx *sql.Tx, sig *eventSignal, n *db.NewMessage, p *packedMessage) (db.Stored, error) {
+	return db.StoreMessage(&unit{ctx: ctx, tx: tx, now: n.Timestamp, events: sig}, &prepared{m: *n, p: p})
 }
 
 // writeMessage writes message n into thread (db.Tx.WriteMessage).

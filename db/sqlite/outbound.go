@@ -36,7 +36,7 @@ func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []db.OutboundJob, 
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for i := range jobs {
-			if err := finishOutbound(ctx, tx, jobs[i], outcomes[i], packed[i], now); err != nil {
+			if err := finishOutbound(ctx, tx, &s.events, jobs[i], outcomes[i], packed[i], now); err != nil {
 				return err
 			}
 		}
@@ -44,7 +44,7 @@ func (s *Store) FinishOutboundBatch(ctx context.Context, jobs []db.OutboundJob, 
 	})
 }
 
-func finishOutbound(ctx context.Context, tx *sql.Tx, job db.OutboundJob, o db.OutboundOutcome, packed *packedMessage, now time.Time) error {
+func finishOutbound(ctx context.Context, tx *sql.Tx, sig *eventSignal, job db.OutboundJob, o db.OutboundOutcome, packed *packedMessage, now time.Time) error {
 	var still int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbound WHERE id = ?", job.ID).Scan(&still); err != nil {
 		return err
@@ -53,12 +53,12 @@ func finishOutbound(ctx context.Context, tx *sql.Tx, job db.OutboundJob, o db.Ou
 		return nil // the inbox was deleted meanwhile, or another attempt finished it
 	}
 	if o.Local != nil {
-		if _, err := insertMessage(ctx, tx, o.Local, packed); err != nil {
+		if _, err := insertMessage(ctx, tx, sig, o.Local, packed); err != nil {
 			return err
 		}
 	}
 	if o.Update.Status != "" {
-		if err := updateRecipient(ctx, tx, job.MessageRow, job.Recipient, o.Update, now); err != nil {
+		if err := updateRecipient(ctx, tx, sig, job.MessageRow, job.Recipient, o.Update, now); err != nil {
 			return err
 		}
 	}
@@ -213,7 +213,7 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 		}
 		for _, r := range handed {
 			u := db.RecipientDelivery{Status: db.RecipientAccepted, Provider: provider, Reason: db.UncertainReason}
-			if err := updateRecipient(ctx, tx, r.msg, r.rcpt, u, now); err != nil {
+			if err := updateRecipient(ctx, tx, &s.events, r.msg, r.rcpt, u, now); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM outbound WHERE id = ?", r.id); err != nil {

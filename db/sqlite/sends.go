@@ -61,7 +61,7 @@ func (s *Store) FinishOutbound(ctx context.Context, job db.OutboundJob, o db.Out
 	return s.FinishOutboundBatch(ctx, []db.OutboundJob{job}, []db.OutboundOutcome{o})
 }
 
-func updateRecipient(ctx context.Context, tx *sql.Tx, messageRow int64, recipient string, u db.RecipientDelivery, now time.Time) error {
+func updateRecipient(ctx context.Context, tx *sql.Tx, sig *eventSignal, messageRow int64, recipient string, u db.RecipientDelivery, now time.Time) error {
 	var raw sql.NullString
 	if err := tx.QueryRowContext(ctx, "SELECT delivery FROM messages WHERE id = ?", messageRow).Scan(&raw); err != nil {
 		return err
@@ -92,8 +92,14 @@ func updateRecipient(ctx context.Context, tx *sql.Tx, messageRow int64, recipien
 	}
 	d.Version++
 	d.UpdatedAt = stamp
-	_, err := tx.ExecContext(ctx, "UPDATE messages SET delivery = ? WHERE id = ?", jsonText(&d), messageRow)
-	return err
+	if _, err := tx.ExecContext(ctx, "UPDATE messages SET delivery = ? WHERE id = ?", jsonText(&d), messageRow); err != nil {
+		return err
+	}
+	var bounced []string
+	if u.Status == db.RecipientBounced {
+		bounced = []string{recipient}
+	}
+	return db.DeliveryChanged(&unit{ctx: ctx, tx: tx, now: now, events: sig}, messageRow, &d, bounced)
 }
 
 // ParkedCount returns how many queue rows wait for a transport; the server logs it.

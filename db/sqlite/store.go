@@ -44,9 +44,10 @@ type Store struct {
 	tokens      db.Signer // signs page tokens
 	downloadKey []byte    // signs attachment download URLs
 
-	writes  writeQueue // writes waiting for the committer (write.go)
-	auth    authCache  // resolved API keys (keys.go)
-	inboxes inboxCache // inboxes by address (inboxes.go)
+	writes  writeQueue  // writes waiting for the committer (write.go)
+	auth    authCache   // resolved API keys (keys.go)
+	inboxes inboxCache  // inboxes by address (inboxes.go)
+	events  eventSignal // wakes the event log's readers (events.go)
 }
 
 // Open opens (creating if needed) the database at path and brings its schema up to date.

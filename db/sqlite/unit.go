@@ -12,7 +12,7 @@ import (
 // Update runs a unit of work (db.Units) as one write: it shares the group commit with the
 // other writes (write.go), so fn may run twice, as db.Units says.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
-	u := &unit{now: s.Now()}
+	u := &unit{now: s.Now(), events: &s.events}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		u.ctx, u.tx = ctx, tx
 		return fn(u)
@@ -46,6 +46,8 @@ type unit struct {
 	ctx context.Context
 	tx  *sql.Tx
 	now time.Time
+
+	events *eventSignal // fired once the unit's appended events commit
 
 	inboxesChanged bool // the store's inbox cache is cleared once the unit is done
 	keysChanged    bool // and its auth cache (keys.go)
@@ -177,6 +179,19 @@ func (u *unit) Relabel(t db.LabelTarget, add, remove []string) error {
 	return applyLabels(u.ctx, u.tx, add, remove, targetWhere(t), t.Row)
 }
 
+func (u *unit) LabelsOf(t db.LabelTarget) (map[int64][]string, error) {
+	out := map[int64][]string{}
+	err := eachLabel(u.tx.QueryContext(u.ctx, "SELECT m.id, COALESCE(l.label, '') FROM messages m LEFT JOIN message_labels l ON l.message_id = m.id WHERE "+
+		targetWhere(t)+" ORDER BY m.id, l.label", t.Row))(func(id int64, l string) {
+		if l == "" {
+			out[id] = []string{}
+			return
+		}
+		out[id] = append(out[id], l)
+	})
+	return out, err
+}
+
 func (u *unit) ScannedMessage(uuid string) (*db.QuarantineItem, bool, error) {
 	return loadForAction(u.ctx, u.tx, uuid)
 }
@@ -199,6 +214,10 @@ func (u *unit) DeleteMessage(messageRow int64) error {
 		return err
 	}
 	return refreshThread(u.ctx, u.tx, thread)
+}
+
+func (u *unit) AppendEvent(e db.NewEvent) (int64, error) {
+	return appendEvent(u.ctx, u.tx, u.events, e)
 }
 
 func (u *unit) Audit(e db.AuditEntry) error { return audit(u.ctx, u.tx, u.now, e) }

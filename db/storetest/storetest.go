@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"TriageQueue", triageTests()},
 		{"Quarantine", quarantineTests()},
 		{"ChangeLog", changeLogTests()},
+		{"EventLog", eventTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
