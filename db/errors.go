@@ -31,7 +31,9 @@ const (
 	ECodeUnsupportedMedia   = "unsupported_media_type" // sent as invalid_request 415
 	ECodeThreadTooLarge     = "thread_too_large"
 	ECodeDomainNotReady     = "domain_not_ready"
-	ECodeUnavailable        = "unavailable" // storage cannot take writes now (disk full, read-only)
+	ECodeUnavailable        = "unavailable"    // storage cannot take writes now (disk full, read-only)
+	ECodeCursorExpired      = "cursor_expired" // a stream resumed from before what the event log keeps
+	ECodeWebhookLimit       = "webhook_limit"  // an account has the most webhooks it may
 	ECodeInternal           = "internal_error"
 )
 

@@ -45,9 +45,6 @@ const EventRetention = 7 * 24 * time.Hour
 // payload carries (API-NOTES section 14).
 const MaxEventText = 64 << 10
 
-// ECodeCursorExpired refuses a stream resumed from a cursor older than what the log keeps.
-const ECodeCursorExpired = "cursor_expired"
-
 // NewEvent is an event a unit of work appends (RecordEvent). What the payload shows of
 // the message is read when the event is delivered (Event.Payload): a message's bodies
 // never change, and its ids are kept with the event. What the event describes of one

@@ -132,6 +132,9 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 			},
 		},
 	}
+	if op.Extension {
+		o["tags"], o["x-inboxd-extension"] = []any{"inboxd"}, true
+	}
 	if op.Method == "POST" || op.Method == "PATCH" {
 		o["requestBody"] = map[string]any{
 			// Required only when some field is: finishInboxSetup and the label

@@ -5,15 +5,23 @@ import (
 	"unicode"
 )
 
-// Operation describes one /v1 operation of spec section 4.
+// Operation describes one /v1 operation: of spec section 4, or an inboxd extension
+// (extensions.md).
 type Operation struct {
-	ID         string   // operationId, e.g. "listInboxes"
-	Method     string   // "GET", "POST", "PATCH", "DELETE"
-	Path       string   // spec form, e.g. "/v1/inboxes/{inboxId}/messages/{messageId}"
-	Scope      string   // e.g. "messages:read"
-	Summary    string   // one-sentence description
-	Tool       string   // MCP tool name: operationId in snake_case, e.g. "list_inboxes"
+	ID      string // operationId, e.g. "listInboxes"
+	Method  string // "GET", "POST", "PATCH", "DELETE"
+	Path    string // spec form, e.g. "/v1/inboxes/{inboxId}/messages/{messageId}"
+	Scope   string // e.g. "messages:read"
+	Summary string // one-sentence description
+	// Tool is the MCP tool name: operationId in snake_case ("list_inboxes") unless the
+	// table names it; "" when the operation is no tool (NoTool).
+	Tool       string
 	PathParams []string // in order, e.g. ["inboxId","messageId"]
+	// Extension marks an inboxd extension: tagged inboxd and x-inboxd-extension in
+	// /openapi.json, listed after the spec's operations.
+	Extension bool
+	// NoTool keeps an operation out of MCP (extensions section 8: webhook management).
+	NoTool bool
 }
 
 // operations is the table of spec section 4 in its order. The order matters: the router
@@ -56,14 +64,28 @@ var operations = []Operation{
 		Summary: "Returns the account's billing mode, plan, inbox count and remaining monthly balances."},
 }
 
-// Operations returns all 17 operations in the order of the spec's table. The result is a
-// fresh copy: callers may keep or change it without affecting the package.
+// extensions are inboxd's operations beyond the spec (extensions.md), in the order they
+// follow the spec's table.
+var extensions = []Operation{}
+
+// SpecOperations is how many operations the spec's table has: Operations lists them
+// first.
+const SpecOperations = 17
+
+// Operations returns the 17 operations of the spec's table in its order, then the
+// extensions. The result is a fresh copy: callers may keep or change it without affecting
+// the package.
 func Operations() []Operation {
-	out := make([]Operation, len(operations))
-	for i, op := range operations {
-		op.Tool = toolName(op.ID)
+	out := make([]Operation, 0, len(operations)+len(extensions))
+	for _, op := range append(append([]Operation(nil), operations...), extensions...) {
+		switch {
+		case op.NoTool:
+			op.Tool = ""
+		case op.Tool == "":
+			op.Tool = toolName(op.ID)
+		}
 		op.PathParams = pathParams(op.Path)
-		out[i] = op
+		out = append(out, op)
 	}
 	return out
 }

@@ -29,7 +29,10 @@ func TestOperationsTable(t *testing.T) {
 		{"getUsage", "GET", "/v1/usage", "inboxes:read", "get_usage"},
 	}
 	ops := Operations()
-	c.Assert(ops, qt.HasLen, 17)
+	c.Assert(len(want), qt.Equals, SpecOperations)
+	for _, op := range ops[SpecOperations:] {
+		c.Check(op.Extension, qt.IsTrue, qt.Commentf(op.ID))
+	}
 	for i, w := range want {
 		op := ops[i]
 		c.Check(op.ID, qt.Equals, w.id)

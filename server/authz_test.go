@@ -64,8 +64,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 			return 403
 		}})
 	}
-	ops := schema.Operations()
-	qt.Assert(t, ops, qt.HasLen, 17)
+	// The spec's operations; the extensions have authorization tests of their own.
+	ops := schema.Operations()[:schema.SpecOperations]
 	for _, kind := range kinds {
 		t.Run(kind.name, func(t *testing.T) {
 			e := newEnv(t)

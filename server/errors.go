@@ -28,6 +28,8 @@ var statusOf = map[string]int{
 	db.ECodeNotFound:           http.StatusNotFound,
 	db.ECodeMethodNotAllowed:   http.StatusMethodNotAllowed,
 	db.ECodeInboxRetired:       http.StatusGone,
+	db.ECodeCursorExpired:      http.StatusGone,
+	db.ECodeWebhookLimit:       http.StatusConflict,
 	db.ECodeInboxConflict:      http.StatusConflict,
 	db.ECodeIdempotency:        http.StatusConflict,
 	db.ECodeSendPending:        http.StatusConflict,

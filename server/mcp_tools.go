@@ -51,6 +51,9 @@ type mcpTool struct {
 func newMCPTools(v *schema.Validator) ([]mcpTool, error) {
 	var tools []mcpTool
 	for _, op := range schema.Operations() {
+		if op.NoTool {
+			continue
+		}
 		input, err := v.ToolInputSchema(op.ID)
 		if err != nil {
 			return nil, err
