@@ -1,0 +1,3 @@
+module example.test/inboxd-example
+
+go 1.26
