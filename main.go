@@ -29,7 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
 	"github.com/inboxd/inboxd/search"
@@ -65,6 +64,9 @@ const usage = `usage:
   inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
   inboxd seed --db PATH [--domain NAME] FILE...
   inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
+  inboxd keys list --db PATH [--account ID]
+  inboxd keys revoke --db PATH KEYID
+  inboxd accounts disable|enable --db PATH ID
   inboxd backup --db PATH OUT
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
   inboxd reindex --db PATH
@@ -87,6 +89,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, rt ru
 		return runSeed(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], stdout, stderr)
+	case "accounts":
+		return runAccounts(ctx, args[1:], stdout, stderr)
 	case "reindex":
 		return runReindex(ctx, args[1:], stdout, stderr, rt)
 	case "backup":
@@ -447,59 +451,6 @@ func openExisting(ctx context.Context, cmd, path string) (*sqlite.Store, error) 
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	return sqlite.Open(ctx, path, sqlite.Options{})
-}
-
-func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return usageError{"keys: the only subcommand is create\n" + usage}
-	}
-	fs := newFlagSet("keys create", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
-	account := fs.String("account", "", "account id")
-	var scopes multiFlag
-	fs.Var(&scopes, "scopes", "comma-separated scopes of an account key ("+strings.Join(db.AllScopes(), ",")+")")
-	inbox := fs.String("inbox", "", "inbox address of a mailbox key")
-	days := fs.Int("days", db.DefaultKeyDays, "lifetime of an account key in days (1-365)")
-	if err := parseWithEnv(fs, args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("keys create: unexpected argument %q", fs.Arg(0))}
-	}
-	if *account == "" || (len(scopes) == 0) == (*inbox == "") {
-		return usageError{"keys create: give --account and exactly one of --scopes or --inbox"}
-	}
-	daysSet := false
-	fs.Visit(func(f *flag.Flag) { daysSet = daysSet || f.Name == "days" })
-	if daysSet && *inbox != "" {
-		return usageError{"keys create: --days is for account keys; a mailbox key lasts until the next one replaces it"}
-	}
-	if *days < 1 || *days > db.MaxKeyDays {
-		return usageError{"keys create: --days must be 1 to 365"}
-	}
-	store, err := openExisting(ctx, "keys create", *path)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	k := db.NewKey{AccountID: *account, Scopes: scopes}
-	if *inbox != "" {
-		in, err := store.InboxByAddress(ctx, *account, *inbox)
-		if err != nil {
-			return err
-		}
-		// A new mailbox key replaces the inbox's old one (API-NOTES section 1).
-		k.Token, k.InboxAddress, k.Scopes, k.Replace = db.GenerateMailboxToken(in.UUID), in.Address, nil, true
-	} else {
-		k.Token = db.GenerateAccountToken()
-		exp := store.Now().AddDate(0, 0, *days)
-		k.ExpiresAt = &exp
-	}
-	if err := db.CreateKey(ctx, store, k); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, k.Token)
-	return nil
 }
 
 // runBackup writes an online, consistent copy of the database; see sqlite.Store.Backup.

@@ -29,6 +29,9 @@ func TestCommandsNeedAnExistingDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"backup", "--db", missing, filepath.Join(dir, "out.db")},
 		{"keys", "create", "--db", missing, "--account", "default", "--scopes", "inboxes:read"},
+		{"keys", "list", "--db", missing},
+		{"keys", "revoke", "--db", missing, "key_0000000000000000"},
+		{"accounts", "disable", "--db", missing, "default"},
 		{"reindex", "--db", missing},
 	} {
 		err := run(context.Background(), args, &stdout, &stderr)

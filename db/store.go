@@ -47,6 +47,9 @@ type Accounts interface {
 	SetUsage(ctx context.Context, accountID, feature string, used int64) error
 	// GetUsage reports an account's plan, inbox count and remaining balances.
 	GetUsage(ctx context.Context, accountID string) (*Usage, error)
+	// SetAccountDisabled disables an account (its keys get access_denied) or enables it
+	// again. Errors: not_found.
+	SetAccountDisabled(ctx context.Context, accountID string, disabled bool) error
 }
 
 // Inboxes are the inboxes and their addresses, which are never reused (CreateInbox makes
@@ -79,6 +82,11 @@ type Keys interface {
 	// ActiveAccountKeys counts an account's account keys that are neither revoked nor
 	// expired.
 	ActiveAccountKeys(ctx context.Context, accountID string) (int, error)
+	// ListKeys returns the keys of an account ("": of every account), oldest first.
+	ListKeys(ctx context.Context, accountID string) ([]KeyInfo, error)
+	// RevokeKey revokes a key by its id (KeyIDOf) and returns it as revoked; revoking it
+	// again changes nothing. Errors: invalid_argument (not a key id), not_found.
+	RevokeKey(ctx context.Context, keyID string) (*KeyInfo, error)
 	// Authenticate resolves a bearer token.
 	// Errors: unauthorized (missing, malformed, unknown, expired or revoked key),
 	// access_denied (the account is disabled).

@@ -88,3 +88,27 @@ func (s *Store) DomainServed(ctx context.Context, domain string) (bool, error) {
 	err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM account_domains WHERE domain = ?", strings.ToLower(domain)).Scan(&n)
 	return n > 0, storageError(err)
 }
+
+// SetAccountDisabled disables an account or enables it again; its keys answer
+// access_denied while it is disabled (db.StoredKey.Resolve).
+//
+// Errors: not_found.
+func (s *Store) SetAccountDisabled(ctx context.Context, accountID string, disabled bool) error {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE accounts SET disabled = ? WHERE id = ?", disabled, accountID)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	s.auth.invalidate()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return db.Errorf(db.ECodeNotFound, "account %s not found", accountID)
+	}
+	return nil
+}

@@ -215,3 +215,85 @@ func (c *authCache) invalidate() {
 	c.m = nil
 	c.mu.Unlock()
 }
+
+// keyInfoQuery reads keys as operators see them (db.KeyInfo), oldest first.
+const keyInfoQuery = `SELECT k.hash, k.prefix, k.account_id, k.kind, k.scopes, COALESCE(i.address, ''), k.created_at, k.expires_at, k.revoked_at
+	FROM keys k LEFT JOIN inboxes i ON i.id = k.inbox_id`
+
+// ListKeys returns the keys of an account ("": every account), oldest first.
+func (s *Store) ListKeys(ctx context.Context, accountID string) ([]db.KeyInfo, error) {
+	q, args := keyInfoQuery+" ORDER BY k.id", []any{}
+	if accountID != "" {
+		q, args = keyInfoQuery+" WHERE k.account_id = ? ORDER BY k.id", []any{accountID}
+	}
+	var out []db.KeyInfo
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = queryKeyInfo(ctx, tx, q, args...)
+		return err
+	})
+	return out, err
+}
+
+func queryKeyInfo(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]db.KeyInfo, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []db.KeyInfo{}
+	for rows.Next() {
+		var (
+			k                db.KeyInfo
+			hash             []byte
+			kind, scopes     string
+			created          int64
+			expires, revoked sql.NullInt64
+		)
+		if err := rows.Scan(&hash, &k.Prefix, &k.AccountID, &kind, &scopes, &k.Inbox, &created, &expires, &revoked); err != nil {
+			return nil, err
+		}
+		k.KeyID, k.Mailbox, k.Scopes = db.KeyIDOf(hash), kind == "mailbox", strings.Fields(scopes)
+		k.CreatedAt = fromMillis(created).Time
+		k.ExpiresAt, k.RevokedAt = optionalTime(expires), optionalTime(revoked)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func optionalTime(ms sql.NullInt64) *time.Time {
+	if !ms.Valid {
+		return nil
+	}
+	t := fromMillis(ms.Int64).Time
+	return &t
+}
+
+// RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash)
+// at the store's now; one revoked before keeps its time. The auth cache forgets every key
+// at once; another process sharing the file stops trusting it within authCacheTTL.
+//
+// Errors: invalid_argument (not a key id), not_found.
+func (s *Store) RevokeKey(ctx context.Context, keyID string) (*db.KeyInfo, error) {
+	prefix, err := db.ParseKeyID(keyID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out []db.KeyInfo
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE substr(hash, 1, 8) = ?", millis(now), prefix); err != nil {
+			return err
+		}
+		out, err = queryKeyInfo(ctx, tx, keyInfoQuery+" WHERE substr(k.hash, 1, 8) = ?", prefix)
+		return err
+	})
+	s.auth.invalidate()
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, db.Errorf(db.ECodeNotFound, "key %s not found", keyID)
+	}
+	return &out[0], nil
+}

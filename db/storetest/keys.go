@@ -110,6 +110,55 @@ func keyTests() []test {
 			_, err := e.st.Authenticate(e.ctx, tok)
 			e.isCode(err, db.ECodeAccessDenied)
 		}},
+		{"keys are listed without their secrets and revoked by id", func(e *env) {
+			e.account("bee", db.PlanExempt)
+			soon := start().Add(time.Hour)
+			acc := db.GenerateAccountToken()
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: acc, Scopes: []string{db.ScopeInboxesRead}, ExpiresAt: &soon}), qt.IsNil)
+			box := db.GenerateMailboxToken(e.inbox.UUID)
+			e.Assert(db.CreateKey(e.ctx, e.st, db.NewKey{AccountID: "acme", Token: box, InboxAddress: e.inbox.Address}), qt.IsNil)
+			e.accountKey("bee", db.ScopeInboxesRead)
+
+			keys, err := e.st.ListKeys(e.ctx, "acme")
+			e.Assert(err, qt.IsNil)
+			e.Assert(keys, qt.HasLen, 2)
+			e.Assert(keys[0].KeyID, qt.Equals, db.KeyIDOfToken(acc))
+			e.Assert(keys[0].Scopes, qt.DeepEquals, []string{db.ScopeInboxesRead})
+			e.Assert(keys[0].ExpiresAt.Equal(soon), qt.IsTrue)
+			e.Assert(acc[:len(keys[0].Prefix)], qt.Equals, keys[0].Prefix)
+			e.Assert(len(keys[0].Prefix) < 20, qt.IsTrue)
+			e.Assert(keys[1].Mailbox, qt.IsTrue)
+			e.Assert(keys[1].Inbox, qt.Equals, e.inbox.Address)
+			e.Assert(keys[1].Status(e.clock()), qt.Equals, "active")
+			all, err := e.st.ListKeys(e.ctx, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(all, qt.HasLen, 3)
+
+			k, err := e.st.RevokeKey(e.ctx, db.KeyIDOfToken(box))
+			e.Assert(err, qt.IsNil)
+			e.Assert(k.Status(e.clock()), qt.Equals, "revoked")
+			e.Assert(e.works(box), qt.IsFalse)
+			e.Assert(e.works(acc), qt.IsTrue)
+			e.advance(time.Minute)
+			again, err := e.st.RevokeKey(e.ctx, db.KeyIDOfToken(box))
+			e.Assert(err, qt.IsNil)
+			e.Assert(again.RevokedAt.Equal(*k.RevokedAt), qt.IsTrue)
+
+			_, err = e.st.RevokeKey(e.ctx, db.KeyIDOfToken(db.GenerateAccountToken()))
+			e.isCode(err, db.ECodeNotFound)
+			_, err = e.st.RevokeKey(e.ctx, acc)
+			e.isCode(err, db.ECodeInvalidArgument)
+		}},
+		{"a disabled account's keys are denied until it is enabled", func(e *env) {
+			tok := e.accountKey("acme", db.ScopeInboxesRead)
+			e.Assert(e.works(tok), qt.IsTrue) // and cached
+			e.Assert(e.st.SetAccountDisabled(e.ctx, "acme", true), qt.IsNil)
+			_, err := e.st.Authenticate(e.ctx, tok)
+			e.isCode(err, db.ECodeAccessDenied)
+			e.Assert(e.st.SetAccountDisabled(e.ctx, "acme", false), qt.IsNil)
+			e.Assert(e.works(tok), qt.IsTrue)
+			e.isCode(e.st.SetAccountDisabled(e.ctx, "nobody", true), db.ECodeNotFound)
+		}},
 		{"a deleted inbox's mailbox keys stop working", func(e *env) {
 			in := e.newInbox("acme", "gone@x.test")
 			tok := db.GenerateMailboxToken(in.UUID)
