@@ -203,9 +203,9 @@ func TestSeedCommand(t *testing.T) {
 	_, err = os.Stat(dbPath)
 	c.Assert(err, qt.ErrorIs, os.ErrNotExist)
 
-	err = run(ctx, []string{"seed", "--db", dbPath, "--domain", "inboxd.test", "fixtures/testdata/example/fixture.json"}, &stdout, &stderr)
+	err = run(ctx, []string{"seed", "--db", dbPath, "--domain", "inboxd.test", "examples/fixture.json"}, &stdout, &stderr)
 	c.Assert(err, qt.IsNil, qt.Commentf("%s", stderr.String()))
-	c.Assert(stdout.String(), qt.Equals, "fixtures/testdata/example/fixture.json: 1 accounts, 2 inboxes, 5 messages, 3 keys\n")
+	c.Assert(stdout.String(), qt.Equals, "examples/fixture.json: 1 accounts, 2 inboxes, 5 messages, 3 keys\n")
 }
 
 // A chosen dashboard password shorter than server.MinOperatorPassword stops serve before
