@@ -132,13 +132,17 @@ type EventLog interface {
 	TrimEvents(ctx context.Context, before time.Time) (int64, error)
 }
 
-// RecordEvent appends an event to the log in a unit of work.
+// RecordEvent appends an event to the log in a unit of work, and queues its deliveries
+// to the webhooks that want it.
 func RecordEvent(tx Tx, e NewEvent) error {
 	if e.OccurredAt.IsZero() {
 		e.OccurredAt = tx.Now()
 	}
-	_, err := tx.AppendEvent(e)
-	return err
+	a, err := tx.AppendEvent(e)
+	if err != nil {
+		return err
+	}
+	return fanOut(tx, a, e.Type)
 }
 
 // recordArrival records the event of a new message: received, or quarantined when it is

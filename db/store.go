@@ -28,6 +28,7 @@ type Store interface {
 	Quarantine
 	ChangeLog
 	EventLog
+	Webhooks
 
 	// Now is the store's clock: every time a rule compares with is read from it.
 	Now() time.Time

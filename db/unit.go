@@ -128,8 +128,10 @@ type Tx interface {
 	// mailbox key, 0 for an account key.
 	InsertKey(k NewKey, inboxID int64) error
 
-	// AppendEvent appends an event to the log and returns its seq.
-	AppendEvent(e NewEvent) (int64, error)
+	// AppendEvent appends an event to the log and returns its seq, account and inbox.
+	AppendEvent(e NewEvent) (AppendedEvent, error)
+	// WebhookTx reads and writes webhooks and queues their deliveries (webhooks.go).
+	WebhookTx
 
 	// DueTriage returns up to limit queued messages due at now and not quarantined,
 	// leaving out the rows in skip, in the order they came due.

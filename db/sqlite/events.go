@@ -58,21 +58,21 @@ type eventDetail struct {
 }
 
 // appendEvent appends e in tx and marks sig to fire after the commit.
-func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEvent) (int64, error) {
+func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEvent) (db.AppendedEvent, error) {
 	var detail sql.NullString
 	if e.Delivery != nil || e.Recipients != nil || e.Labels != nil {
 		detail = jsonText(eventDetail{Delivery: e.Delivery, Recipients: e.Recipients, Labels: e.Labels})
 	}
-	var seq int64
+	var a db.AppendedEvent
 	err := tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 		SELECT ?, i.account_id, m.inbox_id, ?, ?, m.id, m.message_id, (SELECT t.uuid FROM threads t WHERE t.id = m.thread_id), ?
-		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = ? RETURNING seq`,
-		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&seq)
+		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = ? RETURNING seq, account_id, inbox_id`,
+		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	if err != nil {
-		return 0, err
+		return a, err
 	}
 	sig.appended.Store(true)
-	return seq, nil
+	return a, nil
 }
 
 // EventsCommitted returns a channel closed when events are next committed.

@@ -216,7 +216,7 @@ func (u *unit) DeleteMessage(messageRow int64) error {
 	return refreshThread(u.ctx, u.tx, thread)
 }
 
-func (u *unit) AppendEvent(e db.NewEvent) (int64, error) {
+func (u *unit) AppendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 	return appendEvent(u.ctx, u.tx, u.events, e)
 }
 

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"Quarantine", quarantineTests()},
 		{"ChangeLog", changeLogTests()},
 		{"EventLog", eventTests()},
+		{"Webhooks", webhookTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,199 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The queue of webhook deliveries (db.Webhooks' Claim, Finish, NextHookDue). A worker
+// leases what it claims (claimed_until, with a token of its own in claim): a worker that
+// dies leaves its rows to be claimed again once the lease ends, by any process sharing
+// the store, and an attempt is recorded only by the lease that made it.
+
+// ClaimHookDeliveries leases due pending deliveries, at most c.PerWebhook less what the
+// caller has in flight of each webhook, so one slow endpoint's backlog never fills a
+// claim that other endpoints' deliveries wait behind.
+func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.HookJob, error) {
+	now := s.Now()
+	token := newRowUUID()
+	var jobs []db.HookJob
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		jobs = nil
+		ids, err := dueHookRows(ctx, tx, c, now)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		args := append([]any{millis(now.Add(c.Lease)), token}, ids...)
+		if _, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET claimed_until = ?, claim = ? WHERE id IN ("+
+			placeholders(len(ids))+")", args...); err != nil {
+			return err
+		}
+		jobs, err = loadHookJobs(ctx, tx, ids, token)
+		return err
+	})
+	if err != nil {
+		return nil, storageError(err)
+	}
+	return jobs, nil
+}
+
+// dueHookRows picks the rows to claim: due, not leased, of enabled webhooks, ranked within
+// their webhook so each gets no more than its free slots.
+func dueHookRows(ctx context.Context, tx *sql.Tx, c db.HookClaim, now time.Time) ([]any, error) {
+	busy, args := "SELECT 0 AS w, 0 AS n WHERE 0", []any{}
+	if len(c.Busy) > 0 {
+		var b strings.Builder
+		b.WriteString("VALUES ")
+		first := true
+		for w, n := range c.Busy {
+			if !first {
+				b.WriteString(", ")
+			}
+			first = false
+			b.WriteString("(" + strconv.FormatInt(w, 10) + ", " + strconv.Itoa(n) + ")")
+		}
+		busy = b.String()
+	}
+	args = append(args, millis(now), millis(now), c.PerWebhook, c.Limit)
+	rows, err := tx.QueryContext(ctx, `WITH busy(w, n) AS (`+busy+`),
+		ranked AS (SELECT d.id, d.webhook_id, d.next_attempt_at,
+			ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn
+			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND d.claimed_until <= ? AND w.enabled = 1)
+		SELECT r.id FROM ranked r LEFT JOIN busy b ON b.w = r.webhook_id
+		WHERE r.rn <= ? - COALESCE(b.n, 0) ORDER BY r.next_attempt_at, r.id LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// loadHookJobs reads the claimed rows with their webhooks and events.
+func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]db.HookJob, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT d.id, d.attempt, d.created_at, d.event_seq, "+webhookColumns+
+		" FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id IN ("+placeholders(len(ids))+") ORDER BY d.id", ids...)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []db.HookJob
+	var seqs []any
+	for rows.Next() {
+		var j db.HookJob
+		var created, seq int64
+		w, err := scanWebhook(prefixScanner{rows, []any{&j.Row, &j.Attempt, &created, &seq}})
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		j.Claim, j.Webhook, j.CreatedAt, j.Event.Seq = token, *w, time.UnixMilli(created).UTC(), seq
+		jobs, seqs = append(jobs, j), append(seqs, seq)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	events, err := eventsBySeq(ctx, tx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		jobs[i].Event = events[jobs[i].Event.Seq]
+	}
+	return jobs, nil
+}
+
+// prefixScanner scans the columns of prefix before the ones its caller asks for.
+type prefixScanner struct {
+	rows   *sql.Rows
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error { return p.rows.Scan(append(p.prefix, dest...)...) }
+
+func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Event, error) {
+	out := map[int64]db.Event{}
+	rows, err := tx.QueryContext(ctx, `SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
+		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id WHERE e.seq IN (`+placeholders(len(seqs))+")", seqs...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[e.Seq] = e
+	}
+	return out, rows.Err()
+}
+
+// FinishHookDelivery records an attempt, when the lease that made it still holds.
+func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookOutcome) (bool, error) {
+	var status sql.NullInt64
+	if o.ResponseStatus != 0 {
+		status = sql.NullInt64{Int64: int64(o.ResponseStatus), Valid: true}
+	}
+	var errText, next, delivered any
+	if o.Error != "" {
+		errText = o.Error
+	}
+	switch o.Status {
+	case db.HookPending:
+		next = millis(o.Next)
+	case db.HookDelivered:
+		delivered = millis(o.At)
+	}
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET attempt = attempt + 1, status = ?, response_status = ?, error = ?,
+			last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, claimed_until = 0, claim = NULL WHERE id = ? AND claim = ?`,
+			o.Status, status, errText, millis(o.At), next, delivered, j.Row, j.Claim)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, storageError(err)
+	}
+	return n == 1, nil
+}
+
+// NextHookDue reports when the earliest pending delivery of an enabled webhook can be
+// claimed: when it is due, or when its lease ends.
+func (s *Store) NextHookDue(ctx context.Context) (time.Time, bool, error) {
+	var at sql.NullInt64
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT MIN(MAX(d.next_attempt_at, d.claimed_until)) FROM webhook_deliveries d
+			JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled = 1`).Scan(&at)
+	})
+	if err != nil || !at.Valid {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(at.Int64).UTC(), true, nil
+}
+
+// HookBacklog counts the pending deliveries.
+func (s *Store) HookBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'").Scan(&n)
+	})
+	return n, err
+}

@@ -1,0 +1,231 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Webhooks (migration 0015, db.Webhooks and db.WebhookTx). The rules are in package db;
+// here are the rows. Filters are JSON arrays: they are read whole, never queried into.
+
+const webhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanWebhook(r rowScanner) (*db.Webhook, error) {
+	var (
+		w                db.Webhook
+		types, ids, rows string
+		created, updated int64
+		enabled          int64
+	)
+	if err := r.Scan(&w.Row, &w.WebhookID, &w.AccountID, &w.URL, &types, &ids, &rows, &w.Description, &enabled, &w.Secret,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	w.Enabled = enabled != 0
+	w.CreatedAt, w.UpdatedAt = db.Time{Time: time.UnixMilli(created).UTC()}, db.Time{Time: time.UnixMilli(updated).UTC()}
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{types, &w.EventTypes}, {ids, &w.InboxIDs}, {rows, &w.InboxRows}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return nil, err
+		}
+	}
+	return &w, nil
+}
+
+// webhookArgs are the stored columns of w after id and uuid, in webhookColumns' order.
+func webhookArgs(w *db.Webhook) []any {
+	return []any{w.AccountID, w.URL, jsonText(nonNilStrings(w.EventTypes)), jsonText(nonNilStrings(w.InboxIDs)),
+		jsonText(nonNilRows(w.InboxRows)), w.Description, w.Enabled, w.Secret, millis(w.CreatedAt.Time), millis(w.UpdatedAt.Time)}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilRows(s []int64) []int64 {
+	if s == nil {
+		return []int64{}
+	}
+	return s
+}
+
+func webhookNotFound(id string) error {
+	return db.Errorf(db.ECodeNotFound, "webhook %s not found", id)
+}
+
+func (u *unit) CountWebhooks(accountID string) (int, error) {
+	var n int
+	err := u.tx.QueryRowContext(u.ctx, "SELECT COUNT(*) FROM webhooks WHERE account_id = ?", accountID).Scan(&n)
+	return n, err
+}
+
+func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
+	var id int64
+	err := u.tx.QueryRowContext(u.ctx, `INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
+		enabled, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		append([]any{w.WebhookID}, webhookArgs(w)...)...).Scan(&id)
+	return id, err
+}
+
+func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
+	return webhookOf(u.ctx, u.tx, accountID, webhookID)
+}
+
+func webhookOf(ctx context.Context, q rowQuerier, accountID, webhookID string) (*db.Webhook, error) {
+	w, err := scanWebhook(q.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = ? AND w.account_id = ?",
+		webhookID, accountID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, webhookNotFound(webhookID)
+	}
+	return w, err
+}
+
+func (u *unit) SaveWebhook(w *db.Webhook) error {
+	_, err := u.tx.ExecContext(u.ctx, `UPDATE webhooks SET account_id = ?, url = ?, event_types = ?, inbox_ids = ?, inbox_rows = ?,
+		description = ?, enabled = ?, secret = ?, created_at = ?, updated_at = ? WHERE id = ?`, append(webhookArgs(w), w.Row)...)
+	return err
+}
+
+// DeleteWebhook deletes the webhook; its deliveries go by the foreign key's cascade.
+func (u *unit) DeleteWebhook(row int64) error {
+	_, err := u.tx.ExecContext(u.ctx, "DELETE FROM webhooks WHERE id = ?", row)
+	return err
+}
+
+func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
+	rows, err := u.tx.QueryContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.enabled = 1", accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []db.Webhook
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *w)
+	}
+	return out, rows.Err()
+}
+
+func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {
+	_, err := u.tx.ExecContext(u.ctx, `INSERT INTO webhook_deliveries(webhook_id, event_seq, status, created_at, next_attempt_at)
+		VALUES (?, ?, 'pending', ?, ?)`, webhookRow, seq, millis(u.now), millis(u.now))
+	return err
+}
+
+// GetWebhook returns a webhook of an account.
+func (s *Store) GetWebhook(ctx context.Context, accountID, webhookID string) (*db.Webhook, error) {
+	w, err := webhookOf(noCancel(ctx), s.r.DB, accountID, webhookID)
+	if err != nil && !db.IsCode(err, db.ECodeNotFound) {
+		return nil, storageError(err)
+	}
+	return w, err
+}
+
+// ListWebhooks returns one page of an account's webhooks, newest first.
+func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, pageToken string) ([]db.Webhook, string, error) {
+	scope := db.ListScope("webhooks", accountID)
+	c, err := s.decodeToken(pageToken, scope)
+	if err != nil {
+		return nil, "", err
+	}
+	page, pageArgs := keyset("w.created_at", "w.id", true, c, limit)
+	rows, err := s.r.QueryContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ?"+page,
+		append([]any{accountID}, pageArgs...)...)
+	if err != nil {
+		return nil, "", storageError(err)
+	}
+	defer rows.Close()
+	out := []db.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, "", storageError(err)
+		}
+		out = append(out, *w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", storageError(err)
+	}
+	out, next := cutPage(s, scope, out, limit, func(w db.Webhook) (int64, int64) { return millis(w.CreatedAt.Time), w.Row })
+	return out, next, nil
+}
+
+// ListHookDeliveries returns one page of a webhook's deliveries, newest first.
+func (s *Store) ListHookDeliveries(ctx context.Context, accountID, webhookID string, limit int, pageToken string) ([]db.HookDelivery, string, error) {
+	w, err := s.GetWebhook(ctx, accountID, webhookID)
+	if err != nil {
+		return nil, "", err
+	}
+	scope := db.ListScope("webhook-deliveries", accountID, webhookID)
+	c, err := s.decodeToken(pageToken, scope)
+	if err != nil {
+		return nil, "", err
+	}
+	page, pageArgs := keyset("d.created_at", "d.id", true, c, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT d.id, e.event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at,
+		d.last_attempt_at, d.next_attempt_at, d.delivered_at FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE d.webhook_id = ?`+page, append([]any{w.Row}, pageArgs...)...)
+	if err != nil {
+		return nil, "", storageError(err)
+	}
+	defer rows.Close()
+	out := []db.HookDelivery{}
+	for rows.Next() {
+		d, err := scanHookDelivery(rows)
+		if err != nil {
+			return nil, "", storageError(err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", storageError(err)
+	}
+	out, next := cutPage(s, scope, out, limit, func(d db.HookDelivery) (int64, int64) { return millis(d.CreatedAt.Time), d.Row })
+	return out, next, nil
+}
+
+func scanHookDelivery(rows *sql.Rows) (db.HookDelivery, error) {
+	var (
+		d                       db.HookDelivery
+		status                  sql.NullInt64
+		errText                 sql.NullString
+		created                 int64
+		last, next, deliveredAt sql.NullInt64
+	)
+	if err := rows.Scan(&d.Row, &d.EventID, &d.Type, &d.Attempt, &d.Status, &status, &errText, &created, &last, &next, &deliveredAt); err != nil {
+		return d, err
+	}
+	d.CreatedAt = db.Time{Time: time.UnixMilli(created).UTC()}
+	if status.Valid {
+		v := int(status.Int64)
+		d.ResponseStatus = &v
+	}
+	d.Error = errText.String
+	d.LastAttemptAt, d.DeliveredAt = optTime(last), optTime(deliveredAt)
+	if d.Status == db.HookPending {
+		d.NextAttemptAt = optTime(next)
+	}
+	return d, nil
+}
+
+func optTime(v sql.NullInt64) *db.Time {
+	if !v.Valid {
+		return nil
+	}
+	return &db.Time{Time: time.UnixMilli(v.Int64).UTC()}
+}

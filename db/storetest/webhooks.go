@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"strings"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// hook creates a webhook of acme to a loopback URL with the given filters.
+func (e *env) hook(types []string, inboxes ...string) *db.Webhook {
+	e.Helper()
+	w, err := db.CreateWebhook(e.ctx, e.st, db.NewWebhook{AccountID: "acme", URL: "http://127.0.0.1:9/hook", EventTypes: types, InboxIDs: inboxes})
+	e.Assert(err, qt.IsNil)
+	return w
+}
+
+// deliveries lists every delivery of a webhook, newest first.
+func (e *env) deliveries(w *db.Webhook) []db.HookDelivery {
+	e.Helper()
+	ds, _, err := e.st.ListHookDeliveries(e.ctx, "acme", w.WebhookID, 100, "")
+	e.Assert(err, qt.IsNil)
+	return ds
+}
+
+// claimHooks claims what is due, four per webhook.
+func (e *env) claimHooks(busy map[int64]int) []db.HookJob {
+	e.Helper()
+	jobs, err := e.st.ClaimHookDeliveries(e.ctx, db.HookClaim{Limit: 100, PerWebhook: 4, Busy: busy, Lease: time.Minute})
+	e.Assert(err, qt.IsNil)
+	return jobs
+}
+
+func webhookTests() []test {
+	return []test{
+		{"a webhook is created enabled, with a secret, and read back", func(e *env) {
+			w := e.hook(nil)
+			e.Assert(w.Enabled, qt.IsTrue)
+			e.Assert(strings.HasPrefix(w.Secret, db.WebhookSecretPrefix), qt.IsTrue)
+			key, err := db.WebhookKey(w.Secret)
+			e.Assert(err, qt.IsNil)
+			e.Assert(key, qt.HasLen, 24)
+			got, err := e.st.GetWebhook(e.ctx, "acme", w.WebhookID)
+			e.Assert(err, qt.IsNil)
+			e.Assert(got, qt.DeepEquals, w)
+			_, err = e.st.GetWebhook(e.ctx, "bee", w.WebhookID)
+			e.isCode(err, db.ECodeNotFound)
+		}},
+		{"the rules of create: URL, inboxes, types, the limit", func(e *env) {
+			e.account("bee", db.PlanExempt)
+			foreign := e.newInbox("bee", "b@x.test")
+			for _, n := range []db.NewWebhook{
+				{URL: "http://example.com/h"}, {URL: "ftp://example.com/h"}, {URL: "https://u:p@example.com/h"},
+				{URL: "https://example.com/h#frag"}, {URL: "/relative"}, {URL: "https://example.com/" + strings.Repeat("a", 2048)},
+				{URL: "https://example.com/h", InboxIDs: []string{foreign.InboxID}},
+				{URL: "https://example.com/h", EventTypes: []string{"email.nope"}},
+				{URL: "https://example.com/h", Secret: "whsec_short"},
+			} {
+				n.AccountID = "acme"
+				_, err := db.CreateWebhook(e.ctx, e.st, n)
+				e.isCode(err, db.ECodeInvalidArgument)
+			}
+			for _, ok := range []string{"http://localhost:8080/h", "http://127.0.0.2/h", "http://[::1]:9/h", "https://example.com/h?q=1"} {
+				_, err := db.CreateWebhook(e.ctx, e.st, db.NewWebhook{AccountID: "acme", URL: ok})
+				e.Assert(err, qt.IsNil, qt.Commentf("%s", ok))
+			}
+			_, err := db.CreateWebhook(e.ctx, e.st, db.NewWebhook{AccountID: "acme", URL: "http://10.0.0.1/h", AllowHTTP: true})
+			e.Assert(err, qt.IsNil)
+			for i := 5; i < db.MaxWebhooks; i++ {
+				e.hook(nil)
+			}
+			_, err = db.CreateWebhook(e.ctx, e.st, db.NewWebhook{AccountID: "acme", URL: "https://example.com/h"})
+			e.isCode(err, db.ECodeWebhookLimit)
+			list, next, err := e.st.ListWebhooks(e.ctx, "acme", 15, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(list, qt.HasLen, 15)
+			rest, last, err := e.st.ListWebhooks(e.ctx, "acme", 15, next)
+			e.Assert(err, qt.IsNil)
+			e.Assert(rest, qt.HasLen, 5)
+			e.Assert(last, qt.Equals, "")
+			e.Assert(list[0].URL, qt.Equals, "http://127.0.0.1:9/hook") // newest first
+		}},
+		{"an event is queued for each enabled webhook that wants it", func(e *env) {
+			second := e.newInbox("acme", "two@x.test")
+			all, received, onlySecond, labels := e.hook(nil), e.hook([]string{db.EventReceived}), e.hook(nil, second.InboxID),
+				e.hook([]string{db.EventLabelsUpdated})
+			off := e.hook(nil)
+			disabled := false
+			_, err := db.UpdateWebhook(e.ctx, e.st, "acme", off.WebhookID, db.WebhookUpdate{Enabled: &disabled})
+			e.Assert(err, qt.IsNil)
+			e.receive(e.mail(e.inbox, "<a@far.test>"), e.mail(second, "<b@far.test>"))
+			e.Assert(e.deliveries(all), qt.HasLen, 2)
+			e.Assert(e.deliveries(received), qt.HasLen, 2)
+			e.Assert(e.deliveries(onlySecond), qt.HasLen, 1)
+			e.Assert(e.deliveries(labels), qt.HasLen, 0)
+			e.Assert(e.deliveries(off), qt.HasLen, 0)
+			d := e.deliveries(all)[0]
+			e.Assert(d.Status, qt.Equals, db.HookPending)
+			e.Assert(d.Type, qt.Equals, db.EventReceived)
+			e.Assert(d.Attempt, qt.Equals, 0)
+			e.Assert(d.NextAttemptAt, qt.IsNotNil)
+		}},
+		{"a webhook created after an event does not get it", func(e *env) {
+			e.receive(e.mail(e.inbox, "<a@far.test>"))
+			w := e.hook(nil)
+			e.Assert(e.deliveries(w), qt.HasLen, 0)
+			e.Assert(e.claimHooks(nil), qt.HasLen, 0)
+		}},
+		{"a claim leases due deliveries, at most the free slots of each webhook", func(e *env) {
+			a, b := e.hook(nil), e.hook(nil)
+			for i := 0; i < 6; i++ {
+				e.receive(e.mail(e.inbox, "<m"+string(rune('a'+i))+"@far.test>"))
+			}
+			jobs := e.claimHooks(map[int64]int{a.Row: 3})
+			perHook := map[int64]int{}
+			for _, j := range jobs {
+				perHook[j.Webhook.Row]++
+				e.Assert(j.Event.Type, qt.Equals, db.EventReceived)
+				e.Assert(j.Event.InboxID, qt.Equals, e.inbox.InboxID)
+				e.Assert(j.Webhook.Secret, qt.Not(qt.Equals), "")
+			}
+			e.Assert(perHook, qt.DeepEquals, map[int64]int{a.Row: 1, b.Row: 4})
+			e.Assert(len(e.claimHooks(nil)), qt.Equals, 4+2, qt.Commentf("leased rows are not claimed twice"))
+			backlog, err := e.st.HookBacklog(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(backlog, qt.Equals, int64(12))
+		}},
+		{"an attempt is recorded by its lease; a lost lease is claimed again", func(e *env) {
+			w := e.hook(nil)
+			e.receive(e.mail(e.inbox, "<a@far.test>"))
+			first := e.claimHooks(nil)
+			e.Assert(first, qt.HasLen, 1)
+			e.advance(2 * time.Minute) // the lease ends: another worker takes the row
+			second := e.claimHooks(nil)
+			e.Assert(second, qt.HasLen, 1)
+			ok, err := e.st.FinishHookDelivery(e.ctx, first[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 200})
+			e.Assert(err, qt.IsNil)
+			e.Assert(ok, qt.IsFalse)
+			next := e.clock().Add(5 * time.Second)
+			ok, err = e.st.FinishHookDelivery(e.ctx, second[0], db.HookOutcome{At: e.clock(), Status: db.HookPending, ResponseStatus: 500,
+				Error: "HTTP 500", Next: next})
+			e.Assert(err, qt.IsNil)
+			e.Assert(ok, qt.IsTrue)
+			d := e.deliveries(w)[0]
+			e.Assert(d.Attempt, qt.Equals, 1)
+			e.Assert(*d.ResponseStatus, qt.Equals, 500)
+			e.Assert(d.NextAttemptAt.Equal(next.Truncate(time.Millisecond)), qt.IsTrue)
+			e.Assert(e.claimHooks(nil), qt.HasLen, 0) // not due yet
+			due, ok, err := e.st.NextHookDue(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(ok, qt.IsTrue)
+			e.Assert(due.Equal(next.Truncate(time.Millisecond)), qt.IsTrue)
+			e.advance(5 * time.Second)
+			third := e.claimHooks(nil)
+			e.Assert(third, qt.HasLen, 1)
+			e.Assert(third[0].Attempt, qt.Equals, 1)
+			ok, err = e.st.FinishHookDelivery(e.ctx, third[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
+			e.Assert(err, qt.IsNil)
+			e.Assert(ok, qt.IsTrue)
+			d = e.deliveries(w)[0]
+			e.Assert(d.Status, qt.Equals, db.HookDelivered)
+			e.Assert(d.DeliveredAt, qt.IsNotNil)
+			e.Assert(d.NextAttemptAt, qt.IsNil)
+			_, ok, err = e.st.NextHookDue(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(ok, qt.IsFalse)
+		}},
+		{"a disabled webhook's pending deliveries wait; deleting it drops them", func(e *env) {
+			w := e.hook(nil)
+			e.receive(e.mail(e.inbox, "<a@far.test>"))
+			off, on := false, true
+			_, err := db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, db.WebhookUpdate{Enabled: &off})
+			e.Assert(err, qt.IsNil)
+			e.Assert(e.claimHooks(nil), qt.HasLen, 0)
+			e.receive(e.mail(e.inbox, "<b@far.test>"))
+			_, err = db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, db.WebhookUpdate{Enabled: &on})
+			e.Assert(err, qt.IsNil)
+			e.Assert(e.claimHooks(nil), qt.HasLen, 1)
+			e.Assert(db.DeleteWebhook(e.ctx, e.st, "acme", w.WebhookID), qt.IsNil)
+			backlog, err := e.st.HookBacklog(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(backlog, qt.Equals, int64(0))
+			_, _, err = e.st.ListHookDeliveries(e.ctx, "acme", w.WebhookID, 10, "")
+			e.isCode(err, db.ECodeNotFound)
+			e.isCode(db.DeleteWebhook(e.ctx, e.st, "acme", w.WebhookID), db.ECodeNotFound)
+		}},
+		{"an update changes what it names and keeps the rest", func(e *env) {
+			w := e.hook([]string{db.EventReceived})
+			e.advance(time.Second)
+			url, desc := "https://example.com/new", "new one"
+			got, err := db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, db.WebhookUpdate{URL: &url, Description: &desc})
+			e.Assert(err, qt.IsNil)
+			e.Assert(got.URL, qt.Equals, url)
+			e.Assert(got.EventTypes, qt.DeepEquals, []string{db.EventReceived})
+			e.Assert(got.Secret, qt.Equals, w.Secret)
+			e.Assert(got.UpdatedAt.After(w.UpdatedAt.Time), qt.IsTrue)
+			bad := "http://example.com/h"
+			_, err = db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, db.WebhookUpdate{URL: &bad})
+			e.isCode(err, db.ECodeInvalidArgument)
+			_, err = db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, db.WebhookUpdate{})
+			e.isCode(err, db.ECodeInvalidArgument)
+			_, err = db.UpdateWebhook(e.ctx, e.st, "bee", w.WebhookID, db.WebhookUpdate{Description: &desc})
+			e.isCode(err, db.ECodeNotFound)
+			stored, err := e.st.GetWebhook(e.ctx, "acme", w.WebhookID)
+			e.Assert(err, qt.IsNil)
+			e.Assert(stored, qt.DeepEquals, got)
+		}},
+		{"deliveries go with their events: a deleted inbox, retention", func(e *env) {
+			w := e.hook(nil)
+			gone := e.newInbox("acme", "gone@x.test")
+			e.receive(e.mail(gone, "<a@far.test>"), e.mail(e.inbox, "<b@far.test>"))
+			e.Assert(e.st.DeleteInbox(e.ctx, gone), qt.IsNil)
+			e.Assert(e.deliveries(w), qt.HasLen, 1)
+			e.advance(db.EventRetention + time.Hour)
+			_, err := e.st.TrimEvents(e.ctx, e.clock().Add(-db.EventRetention))
+			e.Assert(err, qt.IsNil)
+			e.Assert(e.deliveries(w), qt.HasLen, 0)
+		}},
+	}
+}

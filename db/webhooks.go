@@ -1,0 +1,392 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Webhooks (extensions sections 2 and 3): an account's endpoints that receive its events.
+// A webhook's deliveries are queued in the unit of work that records the event
+// (RecordEvent), so a webhook disabled or created later never gets an event of its off
+// time, and a committed event always has its deliveries.
+
+// Webhook limits of the contract.
+const (
+	MaxWebhooks        = 20   // per account
+	MaxWebhookURL      = 2048 // characters
+	MaxWebhookInboxes  = 100
+	MaxWebhookDescribe = 200 // characters of description
+	// WebhookSecretPrefix starts every secret, as Standard Webhooks secrets do.
+	WebhookSecretPrefix = "whsec_"
+	webhookSecretBytes  = 24
+)
+
+// Delivery statuses of a webhook delivery.
+const (
+	HookPending   = "pending"
+	HookDelivered = "delivered"
+	HookFailed    = "failed"
+)
+
+// Webhook is an endpoint of an account, as the API shows it.
+type Webhook struct {
+	Row       int64  `json:"-"`
+	AccountID string `json:"-"`
+	WebhookID string `json:"webhookId"`
+	URL       string `json:"url"`
+	// EventTypes and InboxIDs are as given; empty means every type, every inbox.
+	EventTypes []string `json:"eventTypes"`
+	InboxIDs   []string `json:"inboxIds"`
+	// InboxRows are the rows of InboxIDs, which the fan-out matches events against.
+	InboxRows   []int64 `json:"-"`
+	Description string  `json:"description"`
+	Enabled     bool    `json:"enabled"`
+	Secret      string  `json:"secret"`
+	CreatedAt   Time    `json:"createdAt"`
+	UpdatedAt   Time    `json:"updatedAt"`
+}
+
+// Wants reports whether the webhook takes an event of type t in inbox row inbox.
+func (w *Webhook) Wants(t string, inbox int64) bool {
+	return (len(w.EventTypes) == 0 || containsString(w.EventTypes, t)) &&
+		(len(w.InboxRows) == 0 || containsRow(w.InboxRows, inbox))
+}
+
+// HookDelivery is one event's delivery to one webhook, as listWebhookDeliveries shows it.
+type HookDelivery struct {
+	Row            int64  `json:"-"`
+	EventID        string `json:"eventId"`
+	Type           string `json:"type"`
+	Attempt        int    `json:"attempt"`
+	Status         string `json:"status"`
+	ResponseStatus *int   `json:"responseStatus,omitempty"`
+	Error          string `json:"error,omitempty"`
+	CreatedAt      Time   `json:"createdAt"`
+	LastAttemptAt  *Time  `json:"lastAttemptAt,omitempty"`
+	NextAttemptAt  *Time  `json:"nextAttemptAt,omitempty"`
+	DeliveredAt    *Time  `json:"deliveredAt,omitempty"`
+}
+
+// NewWebhook is a webhook to create.
+type NewWebhook struct {
+	AccountID   string
+	URL         string
+	EventTypes  []string
+	InboxIDs    []string
+	Description string
+	// Secret is a fixture's fixed secret; "" makes a random one.
+	Secret string
+	// AllowHTTP allows http:// to any host (serve --webhook-allow-http).
+	AllowHTTP bool
+}
+
+// WebhookUpdate changes a webhook: nil fields stay as they are.
+type WebhookUpdate struct {
+	URL         *string
+	EventTypes  *[]string
+	InboxIDs    *[]string
+	Description *string
+	Enabled     *bool
+	AllowHTTP   bool
+}
+
+// NewWebhookSecret returns a fresh secret: the prefix and the standard base64 of 24 random
+// bytes.
+func NewWebhookSecret() string {
+	b := make([]byte, webhookSecretBytes)
+	rand.Read(b) // never fails (crypto/rand: it crashes the program instead)
+	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// WebhookKey returns the HMAC key of a secret: its bytes after the prefix, base64-decoded.
+// Errors: invalid_argument (naming secret).
+func WebhookKey(secret string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(secret, WebhookSecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if !ok || err != nil || len(key) < webhookSecretBytes {
+		return nil, Errorf(ECodeInvalidArgument, "secret: must be whsec_ followed by the standard base64 of at least %d bytes", webhookSecretBytes)
+	}
+	return key, nil
+}
+
+// CheckWebhookURL applies the contract's URL rules: an absolute https:// URL, or http://
+// to a loopback host (any host when allowHTTP); no user info, no fragment.
+// Errors: invalid_argument (naming url).
+func CheckWebhookURL(raw string, allowHTTP bool) error {
+	bad := func(why string) error { return Errorf(ECodeInvalidArgument, "url: %s", why) }
+	if len(raw) > MaxWebhookURL {
+		return bad("must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return bad("must be an absolute https:// URL")
+	}
+	switch {
+	case u.User != nil:
+		return bad("must not carry a user name or password")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return bad("must not have a fragment")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme != "http":
+		return bad("must be an https:// URL")
+	case allowHTTP || isLoopbackHost(u.Hostname()):
+		return nil
+	}
+	return bad("http:// is allowed only to localhost, 127.0.0.0/8 or [::1] (serve --webhook-allow-http allows any host)")
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && net.IP(ip.AsSlice()).IsLoopback()
+}
+
+// CreateWebhook makes a webhook of an account, enabled.
+// Errors: invalid_argument (url, eventTypes, inboxIds, description, secret),
+// webhook_limit (the account has MaxWebhooks).
+func CreateWebhook(ctx context.Context, st Units, n NewWebhook) (*Webhook, error) {
+	secret := n.Secret
+	if secret == "" {
+		secret = NewWebhookSecret()
+	} else if _, err := WebhookKey(secret); err != nil {
+		return nil, err
+	}
+	if err := checkWebhookFields(n.URL, n.EventTypes, n.Description, n.AllowHTTP); err != nil {
+		return nil, err
+	}
+	var out *Webhook
+	err := st.Update(ctx, func(tx Tx) error {
+		count, err := tx.CountWebhooks(n.AccountID)
+		if err != nil {
+			return err
+		}
+		if count >= MaxWebhooks {
+			return Errorf(ECodeWebhookLimit, "the account has %d webhooks, the most it may have; delete one first", MaxWebhooks)
+		}
+		now := Time{Time: tx.Now().Truncate(time.Millisecond)}
+		w := &Webhook{AccountID: n.AccountID, WebhookID: newUUID(), URL: n.URL, EventTypes: nonNil(n.EventTypes),
+			Description: n.Description, Enabled: true, Secret: secret, CreatedAt: now, UpdatedAt: now}
+		if w.InboxIDs, w.InboxRows, err = webhookInboxes(tx, n.AccountID, n.InboxIDs); err != nil {
+			return err
+		}
+		w.Row, err = tx.InsertWebhook(w)
+		out = w
+		return err
+	})
+	return out, err
+}
+
+// UpdateWebhook changes a webhook of an account. Disabling it stops its deliveries
+// (WebhookClaim passes over a disabled webhook's); events recorded while it is disabled
+// are never queued for it.
+// Errors: not_found, invalid_argument (as CreateWebhook; also an update that changes
+// nothing).
+func UpdateWebhook(ctx context.Context, st Units, accountID, webhookID string, u WebhookUpdate) (*Webhook, error) {
+	if u.URL == nil && u.EventTypes == nil && u.InboxIDs == nil && u.Description == nil && u.Enabled == nil {
+		return nil, Errorf(ECodeInvalidArgument, "body: give at least one of url, eventTypes, inboxIds, description, enabled")
+	}
+	var out *Webhook
+	err := st.Update(ctx, func(tx Tx) error {
+		w, err := tx.WebhookOf(accountID, webhookID)
+		if err != nil {
+			return err
+		}
+		if err := applyWebhookUpdate(tx, w, u); err != nil {
+			return err
+		}
+		w.UpdatedAt = Time{Time: tx.Now().Truncate(time.Millisecond)}
+		out = w
+		return tx.SaveWebhook(w)
+	})
+	return out, err
+}
+
+func applyWebhookUpdate(tx Tx, w *Webhook, u WebhookUpdate) error {
+	if u.URL != nil {
+		w.URL = *u.URL
+	}
+	if u.EventTypes != nil {
+		w.EventTypes = nonNil(*u.EventTypes)
+	}
+	if u.Description != nil {
+		w.Description = *u.Description
+	}
+	if u.Enabled != nil {
+		w.Enabled = *u.Enabled
+	}
+	if err := checkWebhookFields(w.URL, w.EventTypes, w.Description, u.AllowHTTP); err != nil {
+		return err
+	}
+	if u.InboxIDs == nil {
+		return nil
+	}
+	var err error
+	w.InboxIDs, w.InboxRows, err = webhookInboxes(tx, w.AccountID, *u.InboxIDs)
+	return err
+}
+
+// DeleteWebhook deletes a webhook of an account with its deliveries, pending or not.
+// Errors: not_found.
+func DeleteWebhook(ctx context.Context, st Units, accountID, webhookID string) error {
+	return st.Update(ctx, func(tx Tx) error {
+		w, err := tx.WebhookOf(accountID, webhookID)
+		if err != nil {
+			return err
+		}
+		return tx.DeleteWebhook(w.Row)
+	})
+}
+
+// checkWebhookFields checks what needs no storage. The request schema checks the same
+// for the API; fixtures come here alone.
+func checkWebhookFields(rawURL string, types []string, description string, allowHTTP bool) error {
+	if err := CheckWebhookURL(rawURL, allowHTTP); err != nil {
+		return err
+	}
+	for i, t := range types {
+		if !IsEventType(t) {
+			return Errorf(ECodeInvalidArgument, "eventTypes: %q is not an event type (%s)", t, strings.Join(EventTypes(), ", "))
+		}
+		if containsString(types[:i], t) {
+			return Errorf(ECodeInvalidArgument, "eventTypes: %q is given twice", t)
+		}
+	}
+	if len([]rune(description)) > MaxWebhookDescribe {
+		return Errorf(ECodeInvalidArgument, "description: must be at most %d characters", MaxWebhookDescribe)
+	}
+	return nil
+}
+
+// webhookInboxes resolves inbox ids to the account's live inboxes: their ids as the API
+// shows them (lower case) and their rows.
+func webhookInboxes(tx Tx, accountID string, ids []string) ([]string, []int64, error) {
+	if len(ids) > MaxWebhookInboxes {
+		return nil, nil, Errorf(ECodeInvalidArgument, "inboxIds: at most %d inboxes", MaxWebhookInboxes)
+	}
+	names, rows := []string{}, []int64{}
+	for _, id := range ids {
+		id = strings.ToLower(id)
+		row, ok, err := tx.LiveInboxOf(accountID, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, Errorf(ECodeInvalidArgument, "inboxIds: %s is not an inbox of this account", id)
+		}
+		if containsRow(rows, row) {
+			return nil, nil, Errorf(ECodeInvalidArgument, "inboxIds: %s is given twice", id)
+		}
+		names, rows = append(names, id), append(rows, row)
+	}
+	return names, rows, nil
+}
+
+// fanOut queues the deliveries of a just appended event: one to each enabled webhook of
+// its account that wants it. It runs in the event's unit of work, for every event, so
+// the store answers EnabledWebhooks from an index on the account.
+func fanOut(tx Tx, a AppendedEvent, eventType string) error {
+	hooks, err := tx.EnabledWebhooks(a.AccountID)
+	if err != nil {
+		return err
+	}
+	for i := range hooks {
+		if !hooks[i].Wants(eventType, a.InboxRow) {
+			continue
+		}
+		if err := tx.QueueHookDelivery(hooks[i].Row, a.Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Webhooks are the account's webhooks and the durable queue of their deliveries
+// (CreateWebhook, UpdateWebhook and DeleteWebhook change them; RecordEvent queues).
+type Webhooks interface {
+	// GetWebhook returns a webhook of an account. Errors: not_found (unknown, or
+	// another account's).
+	GetWebhook(ctx context.Context, accountID, webhookID string) (*Webhook, error)
+	// ListWebhooks returns one page of an account's webhooks, newest first.
+	// Errors: invalid_argument (page token).
+	ListWebhooks(ctx context.Context, accountID string, limit int, pageToken string) ([]Webhook, string, error)
+	// ListHookDeliveries returns one page of a webhook's deliveries, newest first.
+	// Errors: not_found (webhook), invalid_argument (page token).
+	ListHookDeliveries(ctx context.Context, accountID, webhookID string, limit int, pageToken string) ([]HookDelivery, string, error)
+	// ClaimHookDeliveries leases up to c.Limit pending deliveries due at the store's Now
+	// to the caller until Now+c.Lease, at most c.PerWebhook-c.Busy[webhook] of each
+	// webhook, oldest due first, with their events and webhooks. A delivery of a disabled
+	// webhook is not claimed; one whose lease ran out is claimed again.
+	ClaimHookDeliveries(ctx context.Context, c HookClaim) ([]HookJob, error)
+	// FinishHookDelivery records an attempt's outcome; false when the lease was lost
+	// (the delivery was claimed again, or is gone with its webhook or event).
+	FinishHookDelivery(ctx context.Context, j HookJob, o HookOutcome) (bool, error)
+	// NextHookDue reports when the earliest pending delivery of an enabled webhook comes
+	// due (or its lease ends), and false when none is pending.
+	NextHookDue(ctx context.Context) (time.Time, bool, error)
+	// HookBacklog counts the pending deliveries.
+	HookBacklog(ctx context.Context) (int64, error)
+}
+
+// HookClaim is what ClaimHookDeliveries takes.
+type HookClaim struct {
+	Limit      int
+	PerWebhook int
+	// Busy counts the caller's deliveries in flight, by webhook row.
+	Busy  map[int64]int
+	Lease time.Duration
+}
+
+// HookJob is a claimed delivery.
+type HookJob struct {
+	Row       int64
+	Claim     string // the lease's token; FinishHookDelivery checks it
+	Webhook   Webhook
+	Event     Event
+	Attempt   int // attempts made before this one
+	CreatedAt time.Time
+}
+
+// HookOutcome is the result of one attempt.
+type HookOutcome struct {
+	At             time.Time
+	Status         string // HookDelivered, HookPending (retry at Next) or HookFailed
+	ResponseStatus int    // 0: no response
+	Error          string
+	Next           time.Time
+}
+
+// AppendedEvent is what the store tells of an event it appended.
+type AppendedEvent struct {
+	Seq       int64
+	AccountID string
+	InboxRow  int64
+}
+
+// WebhookTx is what a unit of work reads and writes of webhooks (part of Tx).
+type WebhookTx interface {
+	// CountWebhooks counts an account's webhooks.
+	CountWebhooks(accountID string) (int, error)
+	// InsertWebhook stores a new webhook and returns its row.
+	InsertWebhook(w *Webhook) (int64, error)
+	// WebhookOf returns a webhook of an account. Errors: not_found.
+	WebhookOf(accountID, webhookID string) (*Webhook, error)
+	// SaveWebhook stores a changed webhook (by Row).
+	SaveWebhook(w *Webhook) error
+	// DeleteWebhook deletes a webhook and its deliveries.
+	DeleteWebhook(row int64) error
+	// EnabledWebhooks returns an account's enabled webhooks (Row, EventTypes and
+	// InboxRows are what the fan-out reads).
+	EnabledWebhooks(accountID string) ([]Webhook, error)
+	// QueueHookDelivery queues the delivery of event seq to a webhook, due at the unit's
+	// Now.
+	QueueHookDelivery(webhookRow, seq int64) error
+}
