@@ -31,6 +31,7 @@ import (
 
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
+	"github.com/inboxd/inboxd/mail/webhook"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
 )
@@ -243,6 +244,11 @@ type Main struct {
 	triageDone chan struct{}
 	pprofLn    net.Listener
 
+	// WebhookAllowHTTP allows webhooks at http:// URLs of any host (README "Webhooks").
+	WebhookAllowHTTP bool
+	webhooks         *webhook.Worker
+	webhooksDone     chan struct{}
+
 	// closers release what Run acquired: Run runs them when it fails part way, Close
 	// once the server runs.
 	closers closers
@@ -308,6 +314,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
 	budget := byteSize(server.DefaultBudget)
 	fs.Var(&budget, "mail-budget", "bytes of mail and request bodies processed at once; more waits, then gets SMTP 451 4.3.1 or HTTP 503 (default 48MiB)")
+	fs.BoolVar(&m.WebhookAllowHTTP, "webhook-allow-http", false, "allow webhooks at http:// URLs of any host, for private networks (default: https://, or http:// to loopback only)")
 	fs.StringVar(&m.PProf, "pprof", "", "serve Go's CPU and heap profiles at /debug/pprof/ on this loopback HOST:PORT (default: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -380,6 +387,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.buildMail,
 		m.buildSMTP,
 		m.openIndex,
+		m.buildWebhooks,
 		m.buildAPI,
 	} {
 		if err := step(ctx, p); err != nil {

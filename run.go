@@ -166,7 +166,7 @@ func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 	p.conns = m.connLimit()
 	m.api, err = server.New(m.store, p.svc, p.schema, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version,
 		Search: m.search, Metrics: p.metrics, MetricsToken: m.MetricsToken, Budget: p.budget, TrustedProxies: p.proxies,
-		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals}, m.Log)
+		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals, WebhookAllowHTTP: m.WebhookAllowHTTP, Webhooks: m.webhooks}, m.Log)
 	if err != nil {
 		return err
 	}
@@ -197,6 +197,7 @@ func (m *Main) startWorkers(p *parts) {
 	m.cancel = cancel
 	m.done = make(chan struct{}, 2)
 	go func() { p.svc.RunOutbound(workCtx); m.done <- struct{}{} }()
+	m.startWebhooks(workCtx)
 	if p.analyzer != nil {
 		m.triageDone = make(chan struct{})
 		w := &triage.Worker{Store: m.store, Provider: p.analyzer, Log: m.Log}
@@ -404,6 +405,7 @@ func (m *Main) drain(ctx context.Context) error {
 	if m.triageDone != nil {
 		<-m.triageDone
 	}
+	m.waitWebhooks()
 	return err
 }
 

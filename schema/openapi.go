@@ -25,6 +25,7 @@ var pathParamDescriptions = map[string]string{
 	"messageId":    "The RFC 5322 Message-ID including its angle brackets, URL-encoded.",
 	"threadId":     "The thread's UUID.",
 	"attachmentId": "The attachment's UUID.",
+	"webhookId":    "The webhook's UUID.",
 }
 
 // OpenAPI returns the OpenAPI 3.1.0 document served at GET /openapi.json (API-NOTES section

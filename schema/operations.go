@@ -66,7 +66,7 @@ var operations = []Operation{
 
 // extensions are inboxd's operations beyond the spec (extensions.md), in the order they
 // follow the spec's table.
-var extensions = []Operation{}
+var extensions = webhookOperations
 
 // SpecOperations is how many operations the spec's table has: Operations lists them
 // first.

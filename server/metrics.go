@@ -175,6 +175,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprou
 		s.cfg.Conns.write(&b)
 	}
 	s.writeGauges(r.Context(), &b)
+	s.writeWebhookMetrics(r.Context(), &b)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	h.Set("Cache-Control", "no-store")

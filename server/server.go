@@ -18,6 +18,7 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/webhook"
 	"github.com/inboxd/inboxd/schema"
 	"github.com/inboxd/inboxd/search"
 )
@@ -51,6 +52,11 @@ type Config struct {
 	// (SMTPConfig.Arrivals): while it is not zero, searches run on threads of lower CPU
 	// priority (priority.go). Nil: searches always run on the request's own.
 	Arrivals *Arrivals
+	// WebhookAllowHTTP allows webhooks at http:// URLs of any host (serve
+	// --webhook-allow-http); else http:// only to loopback.
+	WebhookAllowHTTP bool
+	// Webhooks is the webhook worker whose counts /metrics shows (nil: none runs here).
+	Webhooks *webhook.Worker
 }
 
 // Server serves the HTTP API.
@@ -144,6 +150,9 @@ func (s *Server) routes() *httprouter.Router {
 		"updateThreadLabels":  s.handleThreadLabels,
 		"getUsage":            s.handleUsageGet,
 		"searchMessages":      s.handleMessagesSearch,
+	}
+	for id, h := range s.webhookHandlers() {
+		handlers[id] = h
 	}
 	// httprouter cannot hold a static segment beside a parameter, so ".../messages/search"
 	// (GET) and ".../messages/send" (POST) share the ".../messages/:messageId" node with

@@ -1,0 +1,7 @@
+// Package webhook delivers events to the webhooks of their accounts (extensions section 3):
+// a Worker claims due deliveries from the store's durable queue, POSTs each event signed
+// the Standard Webhooks way, and records the attempt: delivered on a 2xx within the
+// timeout, else retried with exponential backoff for a day, then failed. Each webhook has
+// a few attempts in flight at most, so a slow or dead endpoint delays no other one, and
+// ingest never waits for a webhook: deliveries are rows queued with the event.
+package webhook

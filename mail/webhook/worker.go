@@ -1,0 +1,210 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Defaults of Config (extensions section 3).
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultPerWebhook  = 4
+	DefaultMaxInFlight = 64
+	DefaultWindow      = 24 * time.Hour
+	// DefaultPoll is the longest the worker sleeps: deliveries another process queued
+	// wake no channel here.
+	DefaultPoll = 30 * time.Second
+	// finishTimeout bounds recording an attempt, which outlives a stop.
+	finishTimeout = 10 * time.Second
+	// busyRecheck is how soon the worker looks again when a due delivery waits for a
+	// slot of its webhook.
+	busyRecheck = time.Second
+)
+
+// Config configures a Worker; zero fields take the defaults.
+type Config struct {
+	Store db.Store
+	Log   *slog.Logger
+	// Timeout is how long an attempt may take, answer included.
+	Timeout time.Duration
+	// PerWebhook bounds the attempts in flight to one webhook, MaxInFlight all of them.
+	PerWebhook, MaxInFlight int
+	// Lease is how long a claimed delivery stays the worker's (longer than Timeout); a
+	// worker that dies leaves it to be claimed again after that.
+	Lease time.Duration
+	// Backoff is the wait after failed attempt n (1, 2, ...); nil is Backoff.
+	Backoff func(attempt int) time.Duration
+	// Window is how long after its event a delivery is retried; then it is failed.
+	Window time.Duration
+	Poll   time.Duration
+	// Transport carries the requests; nil is a transport of the worker's own.
+	Transport http.RoundTripper
+}
+
+// Backoff is the contract's retry schedule: min(3600, 5 x 2^(n-1)) seconds after failed
+// attempt n, give or take 10%, so endpoints that failed together are not retried
+// together.
+func Backoff(attempt int) time.Duration {
+	s := math.Min(3600, 5*math.Pow(2, float64(attempt-1)))
+	return time.Duration(s * (0.9 + 0.2*rand.Float64()) * float64(time.Second))
+}
+
+// Counts are the attempts a Worker has recorded, by outcome.
+type Counts struct {
+	Delivered uint64 // 2xx in time
+	Retried   uint64 // failed, to be retried
+	Failed    uint64 // failed for good: the window is over
+}
+
+// Worker delivers the queued webhook deliveries.
+type Worker struct {
+	cfg    Config
+	client *http.Client
+
+	mu       sync.Mutex
+	busy     map[int64]int // attempts in flight by webhook row
+	inflight int
+	freed    chan struct{} // an attempt ended: a slot is free
+
+	delivered, retried, failed atomic.Uint64
+}
+
+// New returns a worker; Run starts it.
+func New(cfg Config) *Worker {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Timeout = orDefault(cfg.Timeout, DefaultTimeout)
+	cfg.Window = orDefault(cfg.Window, DefaultWindow)
+	cfg.Poll = orDefault(cfg.Poll, DefaultPoll)
+	if cfg.Lease <= cfg.Timeout { // else an attempt could outlive its lease and be made twice at once
+		cfg.Lease = cfg.Timeout + time.Minute
+	}
+	cfg.PerWebhook = orDefault(cfg.PerWebhook, DefaultPerWebhook)
+	cfg.MaxInFlight = orDefault(cfg.MaxInFlight, DefaultMaxInFlight)
+	if cfg.Backoff == nil {
+		cfg.Backoff = Backoff
+	}
+	if cfg.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = cfg.PerWebhook
+		cfg.Transport = t
+	}
+	client := &http.Client{Transport: cfg.Transport,
+		// A redirect is the endpoint's answer, a failed attempt: following it would send
+		// the signed event somewhere the account never named.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Worker{cfg: cfg, client: client, busy: map[int64]int{}, freed: make(chan struct{}, 1)}
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Counts returns what the worker has recorded so far; zero for a nil worker.
+func (w *Worker) Counts() Counts {
+	if w == nil {
+		return Counts{}
+	}
+	return Counts{Delivered: w.delivered.Load(), Retried: w.retried.Load(), Failed: w.failed.Load()}
+}
+
+// Run delivers until ctx ends, then waits for the attempts in flight, which the end of
+// ctx cuts short: those are recorded nowhere, and their leases make them due again.
+func (w *Worker) Run(ctx context.Context) {
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
+	for ctx.Err() == nil {
+		wake := w.cfg.Store.EventsCommitted() // before claiming, so no commit is missed
+		if w.claim(ctx, &attempts) {
+			continue // there may be more due
+		}
+		t := time.NewTimer(w.nextWait(ctx))
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-w.freed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// claim claims what the free slots allow and starts an attempt for each; it reports
+// whether it claimed any.
+func (w *Worker) claim(ctx context.Context, attempts *sync.WaitGroup) bool {
+	w.mu.Lock()
+	room := w.cfg.MaxInFlight - w.inflight
+	busy := make(map[int64]int, len(w.busy))
+	for k, v := range w.busy {
+		busy[k] = v
+	}
+	w.mu.Unlock()
+	if room <= 0 {
+		return false
+	}
+	jobs, err := w.cfg.Store.ClaimHookDeliveries(ctx, db.HookClaim{Limit: room, PerWebhook: w.cfg.PerWebhook, Busy: busy, Lease: w.cfg.Lease})
+	if err != nil {
+		w.cfg.Log.Error("webhooks: claim deliveries", "err", err)
+		return false
+	}
+	for _, j := range jobs {
+		w.mu.Lock()
+		w.busy[j.Webhook.Row]++
+		w.inflight++
+		w.mu.Unlock()
+		attempts.Add(1)
+		go func() {
+			defer attempts.Done()
+			defer w.release(j.Webhook.Row)
+			w.deliver(ctx, j)
+		}()
+	}
+	return len(jobs) > 0
+}
+
+func (w *Worker) release(webhook int64) {
+	w.mu.Lock()
+	if w.busy[webhook]--; w.busy[webhook] <= 0 {
+		delete(w.busy, webhook)
+	}
+	w.inflight--
+	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+// nextWait is how long to sleep: until the next delivery comes due, at most Poll; a
+// little when one is due already but waits for a slot of its webhook.
+func (w *Worker) nextWait(ctx context.Context) time.Duration {
+	at, ok, err := w.cfg.Store.NextHookDue(ctx)
+	if err != nil {
+		w.cfg.Log.Error("webhooks: next due delivery", "err", err)
+		return busyRecheck
+	}
+	if !ok {
+		return w.cfg.Poll
+	}
+	d := at.Sub(w.cfg.Store.Now())
+	switch {
+	case d <= 0:
+		return min(busyRecheck, w.cfg.Poll)
+	case d > w.cfg.Poll:
+		return w.cfg.Poll
+	}
+	return d
+}
