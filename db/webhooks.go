@@ -80,7 +80,9 @@ type NewWebhook struct {
 	EventTypes  []string
 	InboxIDs    []string
 	Description string
-	// Secret is a fixture's fixed secret; "" makes a random one.
+	// Secret is a fixture's fixed secret; "" makes a random one. A webhook of the account
+	// with this secret already is kept as it is and returned: loading a fixture twice
+	// changes nothing.
 	Secret string
 	// AllowHTTP allows http:// to any host (serve --webhook-allow-http).
 	AllowHTTP bool
@@ -165,6 +167,13 @@ func CreateWebhook(ctx context.Context, st Units, n NewWebhook) (*Webhook, error
 	}
 	var out *Webhook
 	err := st.Update(ctx, func(tx Tx) error {
+		if n.Secret != "" {
+			existing, err := tx.WebhookWithSecret(n.AccountID, n.Secret)
+			if err != nil || existing != nil {
+				out = existing
+				return err
+			}
+		}
 		count, err := tx.CountWebhooks(n.AccountID)
 		if err != nil {
 			return err
@@ -379,6 +388,8 @@ type WebhookTx interface {
 	InsertWebhook(w *Webhook) (int64, error)
 	// WebhookOf returns a webhook of an account. Errors: not_found.
 	WebhookOf(accountID, webhookID string) (*Webhook, error)
+	// WebhookWithSecret returns the webhook of an account with a secret, nil when none.
+	WebhookWithSecret(accountID, secret string) (*Webhook, error)
 	// SaveWebhook stores a changed webhook (by Row).
 	SaveWebhook(w *Webhook) error
 	// DeleteWebhook deletes a webhook and its deliveries.

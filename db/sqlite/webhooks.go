@@ -92,6 +92,15 @@ func webhookOf(ctx context.Context, q rowQuerier, accountID, webhookID string) (
 	return w, err
 }
 
+func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) {
+	w, err := scanWebhook(u.tx.QueryRowContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.secret = ?",
+		accountID, secret))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return w, err
+}
+
 func (u *unit) SaveWebhook(w *db.Webhook) error {
 	_, err := u.tx.ExecContext(u.ctx, `UPDATE webhooks SET account_id = ?, url = ?, event_types = ?, inbox_ids = ?, inbox_rows = ?,
 		description = ?, enabled = ?, secret = ?, created_at = ?, updated_at = ? WHERE id = ?`, append(webhookArgs(w), w.Row)...)

@@ -207,6 +207,19 @@ func webhookTests() []test {
 			e.Assert(err, qt.IsNil)
 			e.Assert(stored, qt.DeepEquals, got)
 		}},
+		{"a fixed secret is kept, and a webhook with it is made once", func(e *env) {
+			const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+			n := db.NewWebhook{AccountID: "acme", URL: "http://localhost:9/h", Secret: secret}
+			first, err := db.CreateWebhook(e.ctx, e.st, n)
+			e.Assert(err, qt.IsNil)
+			e.Assert(first.Secret, qt.Equals, secret)
+			again, err := db.CreateWebhook(e.ctx, e.st, n)
+			e.Assert(err, qt.IsNil)
+			e.Assert(again.WebhookID, qt.Equals, first.WebhookID)
+			list, _, err := e.st.ListWebhooks(e.ctx, "acme", 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(list, qt.HasLen, 1)
+		}},
 		{"deliveries go with their events: a deleted inbox, retention", func(e *env) {
 			w := e.hook(nil)
 			gone := e.newInbox("acme", "gone@x.test")
