@@ -338,6 +338,9 @@ type Webhooks interface {
 	// FinishHookDelivery records an attempt's outcome; false when the lease was lost
 	// (the delivery was claimed again, or is gone with its webhook or event).
 	FinishHookDelivery(ctx context.Context, j HookJob, o HookOutcome) (bool, error)
+	// ReleaseHookDelivery gives back a claimed delivery without recording an attempt (one
+	// cut short by a stop), so that it can be claimed again at once.
+	ReleaseHookDelivery(ctx context.Context, j HookJob) error
 	// NextHookDue reports when the earliest pending delivery of an enabled webhook comes
 	// due (or its lease ends), and false when none is pending.
 	NextHookDue(ctx context.Context) (time.Time, bool, error)

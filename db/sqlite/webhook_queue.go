@@ -175,6 +175,15 @@ func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookO
 	return n == 1, nil
 }
 
+// ReleaseHookDelivery ends the lease of a claimed delivery, when it is still j's.
+func (s *Store) ReleaseHookDelivery(ctx context.Context, j db.HookJob) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET claimed_until = 0, claim = NULL WHERE id = ? AND claim = ?", j.Row, j.Claim)
+		return err
+	})
+	return storageError(err)
+}
+
 // NextHookDue reports when the earliest pending delivery of an enabled webhook can be
 // claimed: when it is due, or when its lease ends.
 func (s *Store) NextHookDue(ctx context.Context) (time.Time, bool, error) {

@@ -132,6 +132,10 @@ func webhookTests() []test {
 			e.receive(e.mail(e.inbox, "<a@far.test>"))
 			first := e.claimHooks(nil)
 			e.Assert(first, qt.HasLen, 1)
+			e.Assert(e.st.ReleaseHookDelivery(e.ctx, first[0]), qt.IsNil) // given back unattempted: claimable at once
+			first = e.claimHooks(nil)
+			e.Assert(first, qt.HasLen, 1)
+			e.Assert(first[0].Attempt, qt.Equals, 0)
 			e.advance(2 * time.Minute) // the lease ends: another worker takes the row
 			second := e.claimHooks(nil)
 			e.Assert(second, qt.HasLen, 1)

@@ -20,11 +20,14 @@ const maxAnswer = 64 << 10
 // deliver makes one attempt and records it.
 func (w *Worker) deliver(ctx context.Context, j db.HookJob) {
 	o, ok := w.attempt(ctx, j)
-	if !ok {
-		return
-	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
+	if !ok { // cut short by a stop: the next start makes it again, at once
+		if err := w.cfg.Store.ReleaseHookDelivery(fctx, j); err != nil {
+			w.cfg.Log.Warn("webhooks: give back a delivery; it is due again when its lease ends", "event", j.Event.EventID, "err", err)
+		}
+		return
+	}
 	kept, err := w.cfg.Store.FinishHookDelivery(fctx, j, o)
 	switch {
 	case err != nil:

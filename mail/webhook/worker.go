@@ -122,7 +122,8 @@ func (w *Worker) Counts() Counts {
 }
 
 // Run delivers until ctx ends, then waits for the attempts in flight, which the end of
-// ctx cuts short: those are recorded nowhere, and their leases make them due again.
+// ctx cuts short: those are recorded nowhere and given back, due again at once (or when
+// their leases end, when the store could not be told).
 func (w *Worker) Run(ctx context.Context) {
 	var attempts sync.WaitGroup
 	defer attempts.Wait()
