@@ -20,6 +20,16 @@ import (
 // claim that other endpoints' deliveries wait behind.
 func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.HookJob, error) {
 	now := s.Now()
+	// The worker claims after every commit with events, most of which queue no delivery
+	// (an account without webhooks): a read finds that out without taking the writer.
+	var due []any
+	if err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		due, err = dueHookRows(ctx, tx, c, now)
+		return err
+	}); err != nil || len(due) == 0 {
+		return nil, err
+	}
 	token := newRowUUID()
 	var jobs []db.HookJob
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
