@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
 	"github.com/inboxd/inboxd/mail/webhook"
@@ -220,6 +221,9 @@ type Main struct {
 	// HTTPMaxConnections caps the open HTTP connections (0: the default); see
 	// server.ConnLimit.
 	HTTPMaxConnections int
+	// TestControls serves the test controls under /_inboxd/ (README "Using inboxd in
+	// CI"): no key needed, so never on a server others can reach.
+	TestControls bool
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
 	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
@@ -231,6 +235,7 @@ type Main struct {
 	Triage, TriageURL, TriageModel, TriageKey string
 
 	store    *sqlite.Store
+	clock    *db.Clock // the store's clock, which the test controls move
 	http     *http.Server
 	api      *server.Server
 	listener net.Listener
@@ -308,6 +313,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 	fs.StringVar(&m.BaseURL, "base-url", "", "public base URL (default http://<http address>)")
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
+	fs.BoolVar(&m.TestControls, "test-controls", false, "serve the test controls under /_inboxd/ for CI: clock, keys, accounts; they need no key, so never on a reachable server")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
 	fs.IntVar(&m.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most HTTP connections open at once; at the cap the longest idle one is closed, else new clients wait (lowered to half the open-file limit)")
 	fs.Var(&proxies, "trusted-proxy", "reverse proxy whose X-Forwarded-For names the client: IP addresses and CIDR prefixes, comma-separated or repeated (default: none; the peer is the client)")

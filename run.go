@@ -115,7 +115,8 @@ func (m *Main) listen(_ context.Context, p *parts) (err error) {
 
 // openStore opens the database, migrating its schema.
 func (m *Main) openStore(ctx context.Context, _ *parts) (err error) {
-	if m.store, err = sqlite.Open(ctx, m.DBPath, sqlite.Options{}); err != nil {
+	m.clock = &db.Clock{}
+	if m.store, err = sqlite.Open(ctx, m.DBPath, sqlite.Options{Now: m.clock.Now}); err != nil {
 		return err
 	}
 	m.closers.add(m.store.Close)
@@ -166,9 +167,13 @@ func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 	p.conns = m.connLimit()
 	m.api, err = server.New(m.store, p.svc, p.schema, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version,
 		Search: m.search, Metrics: p.metrics, MetricsToken: m.MetricsToken, Budget: p.budget, TrustedProxies: p.proxies,
-		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals, WebhookAllowHTTP: m.WebhookAllowHTTP, Webhooks: m.webhooks}, m.Log)
+		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals, WebhookAllowHTTP: m.WebhookAllowHTTP, Webhooks: m.webhooks,
+		TestControls: m.TestControls, Clock: m.clock}, m.Log)
 	if err != nil {
 		return err
+	}
+	if m.TestControls {
+		m.Log.Warn("test controls are on: /_inboxd/ resets, injects and changes keys without a key; never expose this server")
 	}
 	m.http = &http.Server{
 		Handler:           m.api,

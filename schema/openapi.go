@@ -136,7 +136,11 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 	if op.Extension {
 		o["tags"], o["x-inboxd-extension"] = []any{"inboxd"}, true
 	}
-	if op.Method == "POST" || op.Method == "PATCH" {
+	if op.Control {
+		o["security"] = []any{} // no key
+		delete(o, "x-required-scope")
+	}
+	if op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT" {
 		o["requestBody"] = map[string]any{
 			// Required only when some field is: finishInboxSetup and the label
 			// operations accept an empty body.

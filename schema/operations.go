@@ -22,6 +22,9 @@ type Operation struct {
 	Extension bool
 	// NoTool keeps an operation out of MCP (extensions section 8: webhook management).
 	NoTool bool
+	// Control marks a test control (extensions section 6): under /_inboxd/, no key,
+	// served only with serve --test-controls. Controls are extensions and no tools.
+	Control bool
 }
 
 // operations is the table of spec section 4 in its order. The order matters: the router
@@ -68,6 +71,22 @@ var operations = []Operation{
 // follow the spec's table.
 var extensions = webhookOperations
 
+// controls are the test controls of extensions section 6, listed after the extensions.
+var controls = []Operation{
+	{ID: "createTestKey", Method: "POST", Path: "/_inboxd/keys",
+		Summary: "Creates an account key with scopes, or a mailbox key of an inbox, for any account; test controls only."},
+	{ID: "revokeTestKey", Method: "DELETE", Path: "/_inboxd/keys/{keyId}",
+		Summary: "Revokes a key: it is unauthorized from the next request on; test controls only."},
+	{ID: "disableAccount", Method: "POST", Path: "/_inboxd/accounts/{accountId}/disable",
+		Summary: "Disables an account: its keys get access_denied; test controls only."},
+	{ID: "enableAccount", Method: "POST", Path: "/_inboxd/accounts/{accountId}/enable",
+		Summary: "Enables a disabled account again; test controls only."},
+	{ID: "getClock", Method: "GET", Path: "/_inboxd/clock",
+		Summary: "Returns the server's clock, which the test controls may have moved forward; test controls only."},
+	{ID: "advanceClock", Method: "POST", Path: "/_inboxd/clock",
+		Summary: "Moves the server's clock forward for every rule that reads time; test controls only."},
+}
+
 // SpecOperations is how many operations the spec's table has: Operations lists them
 // first.
 const SpecOperations = 17
@@ -76,8 +95,13 @@ const SpecOperations = 17
 // extensions. The result is a fresh copy: callers may keep or change it without affecting
 // the package.
 func Operations() []Operation {
-	out := make([]Operation, 0, len(operations)+len(extensions))
-	for _, op := range append(append([]Operation(nil), operations...), extensions...) {
+	out := make([]Operation, 0, len(operations)+len(extensions)+len(controls))
+	all := append(append([]Operation(nil), operations...), extensions...)
+	for _, op := range controls {
+		op.Control, op.Extension, op.NoTool = true, true, true
+		all = append(all, op)
+	}
+	for _, op := range all {
 		switch {
 		case op.NoTool:
 			op.Tool = ""

@@ -48,6 +48,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Conns is the HTTP server's connection cap, whose counts /metrics shows (nil: none).
 	Conns *ConnLimit
+	// TestControls serves the test controls under /_inboxd/ (controls.go), which need no
+	// key; Clock is the clock they move, the one the store reads (required with them).
+	TestControls bool
+	Clock        *db.Clock
 	// Arrivals, when set, is the SMTP listener's count of messages being received
 	// (SMTPConfig.Arrivals): while it is not zero, searches run on threads of lower CPU
 	// priority (priority.go). Nil: searches always run on the request's own.
@@ -92,6 +96,9 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	}
 	if s.dash, err = newDashboard(s); err != nil {
 		return nil, fmt.Errorf("server: dashboard: %w", err)
+	}
+	if cfg.TestControls && cfg.Clock == nil {
+		return nil, fmt.Errorf("server: test controls need the store's clock")
 	}
 	if cfg.Arrivals != nil {
 		s.lowPriority = newLowPriority()
@@ -160,7 +167,13 @@ func (s *Server) routes() *httprouter.Router {
 	literal := map[string]map[string]http.HandlerFunc{} // method -> literal -> handler
 	byParam := map[string]http.HandlerFunc{}            // method -> the parameter route's handler
 	const shared = "/v1/inboxes/:inboxId/messages/:messageId"
+	for id, h := range s.controlHandlers() {
+		handlers[id] = h
+	}
 	for _, op := range schema.Operations() {
+		if op.Control && !s.cfg.TestControls {
+			continue // not_found, from the router, like any unknown path
+		}
 		var hf http.HandlerFunc
 		if h, ok := handlers[op.ID]; ok {
 			hf = s.adapt(op, h)

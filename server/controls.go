@@ -1,0 +1,132 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The test controls (extensions section 6): what a CI suite needs from a test double,
+// under /_inboxd/, answered without a key and only with serve --test-controls
+// (Config.TestControls); without it every path is not_found. Each is an operation of
+// schema's table (Control), validated like the API's.
+
+// controlHandlers are the handlers of the test controls, by operationId.
+func (s *Server) controlHandlers() map[string]handler {
+	return map[string]handler{
+		"createTestKey":  s.handleTestKeyCreate,
+		"revokeTestKey":  s.handleTestKeyRevoke,
+		"disableAccount": s.handleAccountDisable,
+		"enableAccount":  s.handleAccountEnable,
+		"getClock":       s.handleClockGet,
+		"advanceClock":   s.handleClockAdvance,
+	}
+}
+
+type testKeyRequest struct {
+	AccountID string   `json:"accountId"`
+	Scopes    []string `json:"scopes"`
+	InboxID   string   `json:"inboxId"`
+	Days      *int     `json:"days"`
+}
+
+// handleTestKeyCreate serves POST /_inboxd/keys: an account key with scopes, or a mailbox
+// key of an inbox of the account. Unlike `inboxd keys create`, a new mailbox key leaves
+// the inbox's other mailbox keys working, so a fixture's key survives a test's own.
+func (s *Server) handleTestKeyCreate(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req testKeyRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	k, err := s.testKey(r, req)
+	if err != nil {
+		return err
+	}
+	if err := db.CreateKey(r.Context(), s.store, k); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"keyId": db.KeyIDOfToken(k.Token), "key": k.Token})
+	return nil
+}
+
+// testKey is the key a createTestKey request asks for.
+func (s *Server) testKey(r *http.Request, req testKeyRequest) (db.NewKey, error) {
+	k := db.NewKey{AccountID: req.AccountID}
+	switch {
+	case (len(req.Scopes) == 0) == (req.InboxID == ""):
+		return k, db.Errorf(db.ECodeInvalidArgument, "scopes: give scopes (an account key) or inboxId (a mailbox key), not both")
+	case req.InboxID != "" && req.Days != nil:
+		return k, db.Errorf(db.ECodeInvalidArgument, "days: a mailbox key does not expire")
+	case req.InboxID != "":
+		in, err := s.store.InboxByAddress(r.Context(), req.AccountID, req.InboxID)
+		if err != nil {
+			return k, err
+		}
+		k.Token, k.InboxAddress = db.GenerateMailboxToken(in.UUID), in.Address
+		return k, nil
+	}
+	seen := map[string]bool{}
+	for _, sc := range req.Scopes {
+		if seen[sc] {
+			return k, db.Errorf(db.ECodeInvalidArgument, "scopes: %s is given twice", sc)
+		}
+		seen[sc] = true
+	}
+	days := db.DefaultKeyDays
+	if req.Days != nil {
+		days = *req.Days
+	}
+	exp := s.now().AddDate(0, 0, days)
+	k.Token, k.Scopes, k.ExpiresAt = db.GenerateAccountToken(), req.Scopes, &exp
+	return k, nil
+}
+
+// handleTestKeyRevoke serves DELETE /_inboxd/keys/{keyId}.
+func (s *Server) handleTestKeyRevoke(w http.ResponseWriter, r *http.Request, c *call) error {
+	k, err := s.store.RevokeKey(r.Context(), c.params["keyId"])
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keyId": k.KeyID, "revoked": true})
+	return nil
+}
+
+// handleAccountDisable serves POST /_inboxd/accounts/{accountId}/disable.
+func (s *Server) handleAccountDisable(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.setAccountDisabled(w, r, c, true)
+}
+
+// handleAccountEnable serves POST /_inboxd/accounts/{accountId}/enable.
+func (s *Server) handleAccountEnable(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.setAccountDisabled(w, r, c, false)
+}
+
+func (s *Server) setAccountDisabled(w http.ResponseWriter, r *http.Request, c *call, disabled bool) error {
+	id := c.params["accountId"]
+	if err := s.store.SetAccountDisabled(r.Context(), id, disabled); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"accountId": id, "disabled": disabled})
+	return nil
+}
+
+// handleClockGet serves GET /_inboxd/clock.
+func (s *Server) handleClockGet(w http.ResponseWriter, r *http.Request, c *call) error {
+	writeJSON(w, http.StatusOK, map[string]db.Time{"now": {Time: s.now()}})
+	return nil
+}
+
+// handleClockAdvance serves POST /_inboxd/clock: every rule that reads time reads the
+// store's clock, which is the one Config.Clock moves.
+func (s *Server) handleClockAdvance(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req struct {
+		AdvanceSeconds float64 `json:"advanceSeconds"`
+	}
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	s.cfg.Clock.Advance(time.Duration(req.AdvanceSeconds * float64(time.Second)))
+	writeJSON(w, http.StatusOK, map[string]db.Time{"now": {Time: s.now()}})
+	return nil
+}
