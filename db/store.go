@@ -29,6 +29,7 @@ type Store interface {
 	ChangeLog
 	EventLog
 	Webhooks
+	TestDouble
 
 	// Now is the store's clock: every time a rule compares with is read from it.
 	Now() time.Time

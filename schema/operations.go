@@ -73,6 +73,12 @@ var extensions = webhookOperations
 
 // controls are the test controls of extensions section 6, listed after the extensions.
 var controls = []Operation{
+	{ID: "purgeMessages", Method: "DELETE", Path: "/_inboxd/inboxes/{inboxId}/messages",
+		Summary: "Deletes every message and thread of an inbox, received and sent; the inbox stays; test controls only."},
+	{ID: "listOutbox", Method: "GET", Path: "/_inboxd/outbox",
+		Summary: "Returns the messages sent through the API since start or the last clear, newest first, with their MIME; test controls only."},
+	{ID: "clearOutbox", Method: "DELETE", Path: "/_inboxd/outbox",
+		Summary: "Empties the outbox; the sent messages stay in their inboxes; test controls only."},
 	{ID: "createTestKey", Method: "POST", Path: "/_inboxd/keys",
 		Summary: "Creates an account key with scopes, or a mailbox key of an inbox, for any account; test controls only."},
 	{ID: "revokeTestKey", Method: "DELETE", Path: "/_inboxd/keys/{keyId}",

@@ -15,6 +15,9 @@ import (
 // controlHandlers are the handlers of the test controls, by operationId.
 func (s *Server) controlHandlers() map[string]handler {
 	return map[string]handler{
+		"purgeMessages":  s.handleInboxPurge,
+		"listOutbox":     s.handleOutboxList,
+		"clearOutbox":    s.handleOutboxClear,
 		"createTestKey":  s.handleTestKeyCreate,
 		"revokeTestKey":  s.handleTestKeyRevoke,
 		"disableAccount": s.handleAccountDisable,
@@ -128,5 +131,45 @@ func (s *Server) handleClockAdvance(w http.ResponseWriter, r *http.Request, c *c
 	}
 	s.cfg.Clock.Advance(time.Duration(req.AdvanceSeconds * float64(time.Second)))
 	writeJSON(w, http.StatusOK, map[string]db.Time{"now": {Time: s.now()}})
+	return nil
+}
+
+// handleInboxPurge serves DELETE /_inboxd/inboxes/{inboxId}/messages.
+func (s *Server) handleInboxPurge(w http.ResponseWriter, r *http.Request, c *call) error {
+	n, err := s.store.PurgeInbox(r.Context(), c.inbox.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+	return nil
+}
+
+// handleOutboxList serves GET /_inboxd/outbox.
+func (s *Server) handleOutboxList(w http.ResponseWriter, r *http.Request, c *call) error {
+	f := db.OutboxFilter{To: c.queryString("to"), Limit: c.queryInt("limit")}
+	if addr := c.queryString("inboxId"); addr != "" {
+		in, err := s.store.LocalInbox(r.Context(), addr)
+		if err != nil {
+			return err
+		}
+		f.InboxRow = in.ID
+	}
+	items, err := s.store.Outbox(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []db.OutboxItem{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": items})
+	return nil
+}
+
+// handleOutboxClear serves DELETE /_inboxd/outbox.
+func (s *Server) handleOutboxClear(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.store.ClearOutbox(r.Context()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"cleared": true})
 	return nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -92,4 +93,35 @@ func TestTheClockMovesForwardForKeyExpiry(t *testing.T) {
 	e.fails(http.StatusUnauthorized, "unauthorized", "GET", "/v1/inboxes", key, nil)
 	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 0})
 	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": -5})
+}
+
+func TestTheOutboxShowsWhatWasSentAndPurgeEmptiesAnInbox(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	send := func(key, to string) {
+		e.ok("send", "POST", inboxPath(box)+"/messages/send", e.full, map[string]any{"to": []string{to}, "subject": "hello " + key,
+			"text": "hi", "idempotencyKey": key})
+	}
+	send("k1", "ann@far.example")
+	send("k2", "bob@far.example")
+	out := e.ok("listOutbox", "GET", "/_inboxd/outbox", "", nil)["messages"].([]any)
+	qt.Assert(t, out, qt.HasLen, 2)
+	last := out[0].(map[string]any)
+	qt.Assert(t, last["subject"], qt.Equals, "hello k2")
+	qt.Assert(t, last["raw"], qt.Matches, `(?s).*Subject: hello k2\r\n.*`)
+	qt.Assert(t, last["inboxId"], qt.Equals, box)
+	only := e.ok("listOutbox", "GET", "/_inboxd/outbox?to=ANN@far.example&limit=5", "", nil)["messages"].([]any)
+	qt.Assert(t, only, qt.HasLen, 1)
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", "/_inboxd/outbox?limit=1001", "", nil)
+	e.fails(http.StatusUnprocessableEntity, "invalid_argument", "GET", "/_inboxd/outbox?color=red", "", nil)
+
+	e.ok("clearOutbox", "DELETE", "/_inboxd/outbox", "", nil)
+	qt.Assert(t, e.ok("listOutbox", "GET", "/_inboxd/outbox", "", nil)["messages"], qt.HasLen, 0)
+
+	got := e.ok("purgeMessages", "DELETE", "/_inboxd"+strings.TrimPrefix(inboxPath(box), "/v1")+"/messages", "", nil)
+	qt.Assert(t, got["deleted"], qt.Equals, 2.0)
+	qt.Assert(t, e.ok("listMessages", "GET", inboxPath(box)+"/messages?labels=sent", e.full, nil)["messages"], qt.HasLen, 0)
+	e.fails(http.StatusNotFound, "not_found", "DELETE", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", nil)
+	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
+	e.fails(http.StatusGone, "inbox_retired", "DELETE", "/_inboxd"+strings.TrimPrefix(inboxPath(box), "/v1")+"/messages", "", nil)
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"ChangeLog", changeLogTests()},
 		{"EventLog", eventTests()},
 		{"Webhooks", webhookTests()},
+		{"TestDouble", testDoubleTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

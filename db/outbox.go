@@ -1,0 +1,42 @@
+package db
+
+import "context"
+
+// The test double's view of sent mail (extensions section 6): the outbox is every message
+// sent through the API since the server started or the outbox was cleared, whatever its
+// transport, with the MIME as it left.
+
+// OutboxItem is one sent message of the outbox.
+type OutboxItem struct {
+	MessageID string    `json:"messageId"`
+	InboxID   string    `json:"inboxId"`
+	From      string    `json:"from"`
+	To        []string  `json:"to"`
+	Cc        []string  `json:"cc"`
+	Bcc       []string  `json:"bcc"`
+	Subject   string    `json:"subject"`
+	Raw       string    `json:"raw"`
+	Delivery  *Delivery `json:"delivery"`
+	CreatedAt Time      `json:"createdAt"`
+}
+
+// OutboxFilter narrows the outbox: one inbox (row; 0: every inbox), one recipient in to,
+// cc or bcc ("": any), at most Limit messages.
+type OutboxFilter struct {
+	InboxRow int64
+	To       string
+	Limit    int
+}
+
+// TestDouble is what the test controls read and change beyond the API's operations.
+type TestDouble interface {
+	// Outbox returns the outbox's messages that pass f, newest first.
+	Outbox(ctx context.Context, f OutboxFilter) ([]OutboxItem, error)
+	// ClearOutbox takes every message sent so far out of the outbox (they stay in their
+	// inboxes).
+	ClearOutbox(ctx context.Context) error
+	// PurgeInbox deletes every message and thread of an inbox, received and sent, with
+	// their queue rows and idempotency records; the inbox and its address stay. It returns
+	// how many messages it deleted.
+	PurgeInbox(ctx context.Context, inboxRow int64) (int, error)
+}
