@@ -5,10 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"maps"
 	"mime/quotedprintable"
 	netmail "net/mail"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +23,7 @@ import (
 type Outgoing struct {
 	From, FromName string   // inbox address and optional display name
 	To, Cc, Bcc    []string // Bcc never appears in a header
+	ReplyTo        []string
 	Subject        string
 	Text, HTML     string // either may be empty, not both
 	MessageID      string // with brackets, chosen by the caller
@@ -30,6 +32,10 @@ type Outgoing struct {
 	AutoSubmitted  string // "auto-generated" for send, "auto-replied" for reply
 	Date           time.Time
 	Attachments    []Attachment
+	// Headers are more header fields, written after the others (the test controls'
+	// injected mail: List-Id, Auto-Submitted and the like). A name must be a field name
+	// that Compose does not write itself.
+	Headers map[string]string
 }
 
 // NewMessageID returns a fresh Message-ID for mail sent from domain.
@@ -50,9 +56,6 @@ const (
 
 // Compose renders o as RFC 5322 bytes with CRLF line endings.
 func Compose(o Outgoing) ([]byte, error) {
-	if o.Text == "" && o.HTML == "" {
-		return nil, errors.New("compose: text or html is required")
-	}
 	from, ok := NormalizeAddress(o.From)
 	if !ok {
 		return nil, fmt.Errorf("compose: invalid from address %q", o.From)
@@ -63,6 +66,13 @@ func Compose(o Outgoing) ([]byte, error) {
 	}
 	cc, err := addressHeader(o.Cc)
 	if err != nil {
+		return nil, err
+	}
+	replyTo, err := addressHeader(o.ReplyTo)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExtraHeaders(o.Headers, o.AutoSubmitted != ""); err != nil {
 		return nil, err
 	}
 	if _, err := addressHeader(o.Bcc); err != nil {
@@ -105,6 +115,9 @@ func Compose(o Outgoing) ([]byte, error) {
 	if cc != "" {
 		writeHeader(&b, "Cc", cc)
 	}
+	if replyTo != "" {
+		writeHeader(&b, "Reply-To", replyTo)
+	}
 	writeHeader(&b, "Subject", headerText(o.Subject))
 	writeHeader(&b, "Message-ID", o.MessageID)
 	if o.InReplyTo != "" {
@@ -115,6 +128,9 @@ func Compose(o Outgoing) ([]byte, error) {
 	}
 	if o.AutoSubmitted != "" {
 		writeHeader(&b, "Auto-Submitted", o.AutoSubmitted)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Headers)) {
+		writeHeader(&b, name, headerText(o.Headers[name]))
 	}
 	writeHeader(&b, "MIME-Version", "1.0")
 	body.writeTo(&b)
@@ -425,4 +441,28 @@ func formatParam(name, value string) string {
 // isAttrChar is RFC 2231 attribute-char: a token char other than "*'%".
 func isAttrChar(c byte) bool {
 	return c > ' ' && c < 0x7f && !strings.ContainsRune(`()<>@,;:\"/[]?=*'%`, rune(c))
+}
+
+// composedFields are the header fields Compose writes itself, lower case: Headers may not
+// name them.
+var composedFields = map[string]bool{"date": true, "from": true, "to": true, "cc": true, "bcc": true, "reply-to": true,
+	"subject": true, "message-id": true, "in-reply-to": true, "references": true, "mime-version": true,
+	"content-type": true, "content-transfer-encoding": true, "content-disposition": true}
+
+// checkExtraHeaders refuses an extra header field Compose writes itself (Auto-Submitted
+// too when autoSubmitted), a name that is not a field name (RFC 5322 section 3.6.8) or a
+// value with a line break.
+func checkExtraHeaders(h map[string]string, autoSubmitted bool) error {
+	for name, value := range h {
+		if lower := strings.ToLower(name); composedFields[lower] || (autoSubmitted && lower == "auto-submitted") {
+			return fmt.Errorf("compose: header %s is written from its own field", name)
+		}
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r > '~' || r == ':' }) >= 0 {
+			return fmt.Errorf("compose: %q is not a header field name", name)
+		}
+		if strings.ContainsAny(value, "\r\n") {
+			return fmt.Errorf("compose: header %s contains a line break", name)
+		}
+	}
+	return nil
 }

@@ -202,7 +202,11 @@ func TestComposeRejects(t *testing.T) {
 		name string
 		edit func(o *Outgoing)
 	}{
-		{"no body", func(o *Outgoing) { o.Text, o.HTML = "", "" }},
+		{"an extra header Compose writes", func(o *Outgoing) { o.Headers = map[string]string{"from": "a@x.test"} }},
+		{"auto-submitted twice", func(o *Outgoing) { o.Headers = map[string]string{"auto-submitted": "auto-replied"} }},
+		{"an extra header name with a colon", func(o *Outgoing) { o.Headers = map[string]string{"X-A:": "1"} }},
+		{"line break in an extra header", func(o *Outgoing) { o.Headers = map[string]string{"List-Id": "a\r\nBcc: victim@x.test"} }},
+		{"line break in reply-to", func(o *Outgoing) { o.ReplyTo = []string{"a@x.test\r\nBcc: victim@x.test"} }},
 		{"line break in subject", func(o *Outgoing) { o.Subject = "Hi\r\nBcc: victim@x.test" }},
 		{"bare LF in subject", func(o *Outgoing) { o.Subject = "Hi\nthere" }},
 		{"line break in display name", func(o *Outgoing) { o.FromName = "Bot\r\nX-Evil: 1" }},
@@ -271,4 +275,23 @@ func FuzzComposeRoundTrip(f *testing.F) {
 			t.Fatalf("text %q came back as %q", text, p.Text)
 		}
 	})
+}
+
+// Mail injected by the test controls carries Reply-To and header fields of its own.
+func TestComposeWritesReplyToAndExtraHeaders(t *testing.T) {
+	c := qt.New(t)
+	o := baseOutgoing()
+	o.AutoSubmitted = "" // the injected header says it instead
+	o.ReplyTo = []string{"desk@x.test"}
+	o.Headers = map[string]string{"List-Id": "<news.x.test>", "Auto-Submitted": "auto-generated"}
+	raw, err := Compose(o)
+	c.Assert(err, qt.IsNil)
+	p, err := Parse(raw)
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.ReplyTo, qt.DeepEquals, []string{"desk@x.test"})
+	c.Assert(string(raw), qt.Contains, "\r\nList-Id: <news.x.test>\r\n")
+	c.Assert(string(raw), qt.Contains, "\r\nAuto-Submitted: auto-generated\r\n")
+	o.Text, o.HTML = "", ""
+	_, err = Compose(o) // an empty body is a message too
+	c.Assert(err, qt.IsNil)
 }

@@ -25,6 +25,9 @@ type Operation struct {
 	// Control marks a test control (extensions section 6): under /_inboxd/, no key,
 	// served only with serve --test-controls. Controls are extensions and no tools.
 	Control bool
+	// RawBody is a media type the operation also takes as its body as it is, instead of
+	// JSON (injectMessage: message/rfc822).
+	RawBody string
 }
 
 // operations is the table of spec section 4 in its order. The order matters: the router
@@ -73,6 +76,8 @@ var extensions = webhookOperations
 
 // controls are the test controls of extensions section 6, listed after the extensions.
 var controls = []Operation{
+	{ID: "injectMessage", Method: "POST", Path: "/_inboxd/inboxes/{inboxId}/messages", RawBody: "message/rfc822",
+		Summary: "Delivers incoming mail to an inbox without SMTP, as raw MIME (message/rfc822) or JSON fields, through the receive pipeline; test controls only."},
 	{ID: "purgeMessages", Method: "DELETE", Path: "/_inboxd/inboxes/{inboxId}/messages",
 		Summary: "Deletes every message and thread of an inbox, received and sent; the inbox stays; test controls only."},
 	{ID: "listOutbox", Method: "GET", Path: "/_inboxd/outbox",

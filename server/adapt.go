@@ -26,6 +26,7 @@ type call struct {
 	params map[string]string // decoded path parameters
 	query  map[string]any    // validated query with defaults
 	body   []byte            // validated JSON body ({} when empty)
+	raw    []byte            // the body as sent, for an operation that takes one (Operation.RawBody)
 
 	release func() // gives back the body's share of the memory budget (nil: none taken)
 }
@@ -89,6 +90,10 @@ func (s *Server) prepare(op schema.Operation, r *http.Request) (*call, error) {
 	}
 	if err := s.parseQuery(r, c); err != nil {
 		return nil, err
+	}
+	if op.RawBody != "" && mediaType(r) == op.RawBody {
+		c.raw, c.release, err = s.readLimited(r)
+		return c, err
 	}
 	if r.Method != http.MethodGet {
 		if c.body, c.release, err = s.readBody(r); err != nil {
@@ -233,6 +238,12 @@ func (s *Server) readLimited(r *http.Request) ([]byte, func(), error) {
 // allowed) and sent without a content coding. A gzip body would otherwise reach the
 // validator as bytes that are not UTF-8, a 400 that hides the cause; a coding the server
 // does not take is a 415 (RFC 7694).
+// mediaType is the request's Content-Type without parameters, "" when it has none.
+func mediaType(r *http.Request) string {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt
+}
+
 func plainJSON(r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 )
 
 // The test controls (extensions section 6): what a CI suite needs from a test double,
@@ -15,6 +16,7 @@ import (
 // controlHandlers are the handlers of the test controls, by operationId.
 func (s *Server) controlHandlers() map[string]handler {
 	return map[string]handler{
+		"injectMessage":  s.handleMessageInject,
 		"purgeMessages":  s.handleInboxPurge,
 		"listOutbox":     s.handleOutboxList,
 		"clearOutbox":    s.handleOutboxClear,
@@ -171,5 +173,27 @@ func (s *Server) handleOutboxClear(w http.ResponseWriter, r *http.Request, c *ca
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"cleared": true})
+	return nil
+}
+
+// handleMessageInject serves POST /_inboxd/inboxes/{inboxId}/messages: raw MIME
+// (message/rfc822) or JSON fields, stored as received mail of the inbox.
+func (s *Server) handleMessageInject(w http.ResponseWriter, r *http.Request, c *call) error {
+	in := mail.Injected{Raw: c.raw}
+	if c.raw == nil {
+		var f mail.InjectFields
+		if err := c.decode(&f); err != nil {
+			return err
+		}
+		var err error
+		if in, err = mail.ComposeInjected(c.inbox, f); err != nil {
+			return err
+		}
+	}
+	st, err := s.mail.Inject(r.Context(), c.inbox, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"messageId": st.MessageID, "threadId": st.ThreadID})
 	return nil
 }

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -124,4 +126,92 @@ func TestTheOutboxShowsWhatWasSentAndPurgeEmptiesAnInbox(t *testing.T) {
 	e.fails(http.StatusNotFound, "not_found", "DELETE", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", nil)
 	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
 	e.fails(http.StatusGone, "inbox_retired", "DELETE", "/_inboxd"+strings.TrimPrefix(inboxPath(box), "/v1")+"/messages", "", nil)
+}
+
+// injected POSTs JSON fields to the inject control and returns its answer.
+func (e *env) injected(inbox string, fields map[string]any) map[string]any {
+	e.t.Helper()
+	return e.ok("injectMessage", "POST", controlInbox(inbox)+"/messages", "", fields)
+}
+
+func controlInbox(addr string) string { return "/_inboxd" + strings.TrimPrefix(inboxPath(addr), "/v1") }
+
+func TestInjectedMailIsReceivedMail(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	first := e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "Card on file", "text": "How do I update it?",
+		"cc": []string{"bob@customer.example"}, "replyTo": []string{"billing@customer.example"},
+		"headers": []map[string]string{{"name": "List-Id", "value": "<news.customer.example>"}}})
+	reply := e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "Re: Card on file", "text": "Any news?",
+		"inReplyTo": first["messageId"], "references": []any{first["messageId"]}})
+	qt.Assert(t, reply["threadId"], qt.Equals, first["threadId"])
+
+	m := e.ok("getMessage", "GET", inboxPath(box)+"/messages/"+url.PathEscape(first["messageId"].(string)), e.full, nil)
+	qt.Assert(t, m["from"], qt.Equals, "ann@customer.example")
+	qt.Assert(t, m["to"], qt.DeepEquals, []any{box})
+	qt.Assert(t, m["cc"], qt.DeepEquals, []any{"bob@customer.example"})
+	qt.Assert(t, m["replyTo"], qt.DeepEquals, []any{"billing@customer.example"})
+	qt.Assert(t, m["labels"], qt.DeepEquals, []any{"received", "unread"})
+	qt.Assert(t, m["text"], qt.Equals, "How do I update it?")
+	evs, err := e.store.Events(context.Background(), 0, db.EventFilter{AccountID: "acme", Types: []string{db.EventReceived}}, 10)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, evs, qt.HasLen, 2)
+
+	raw := "From: carl@customer.example\r\nTo: " + box + "\r\nSubject: Raw one\r\nMessage-ID: <raw-1@customer.example>\r\n\r\nplain body\r\n"
+	for range 2 { // the same message twice is stored once, like SMTP mail
+		r := e.do("POST", controlInbox(box)+"/messages", "", raw, "Content-Type", "message/rfc822")
+		qt.Assert(t, r.status, qt.Equals, http.StatusOK, qt.Commentf("%s", r.body))
+		qt.Assert(t, string(r.body), qt.Contains, `"messageId":"<raw-1@customer.example>"`)
+	}
+	list := e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"].([]any)
+	qt.Assert(t, list, qt.HasLen, 3)
+}
+
+func TestInjectedVerdictsReplaceTheScanAndTheClassifier(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	triage := map[string]any{"status": "complete", "version": 1, "model": "test", "analyzedAt": "2026-09-20T18:07:50.123Z",
+		"durationMs": 1, "bodyTruncated": false, "usage": map[string]any{"inputTokens": 1, "outputTokens": 1},
+		"category":   map[string]any{"value": "billing", "confidence": 0.9, "probabilities": map[string]any{"billing": 0.9, "support": 0.02, "sales": 0.02, "personal": 0.02, "notification": 0.02, "other": 0.02}},
+		"needsReply": map[string]any{"value": true, "probability": 0.8},
+		"urgency":    map[string]any{"value": "high", "score": 2.1, "confidence": 0.7, "probabilities": map[string]any{"0": 0.05, "1": 0.15, "2": 0.6, "3": 0.2}}}
+	got := e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "Invoice", "text": "pay", "triage": triage})
+	m := e.ok("getMessage", "GET", inboxPath(box)+"/messages/"+url.PathEscape(got["messageId"].(string)), e.full, nil)
+	qt.Assert(t, m["triage"].(map[string]any)["category"].(map[string]any)["value"], qt.Equals, "billing")
+	e.ok("listMessages", "GET", inboxPath(box)+"/messages?category=billing", e.full, nil)
+
+	held := map[string]any{"status": "quarantined", "scannedAt": "2026-09-20T18:07:46.000Z",
+		"authentication": map[string]any{"spf": "fail", "dkim": "none", "dmarc": "fail", "signingDomains": []any{}},
+		"spam":           map[string]any{"score": 9.5, "threshold": 6}, "antivirus": map[string]any{"status": "clean", "signatures": []any{}},
+		"reasons": []any{"spam"}}
+	q := e.injected(box, map[string]any{"from": "eve@spam.example", "subject": "You won", "text": "click", "protection": held})
+	list := e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"].([]any)
+	qt.Assert(t, list, qt.HasLen, 1) // quarantined mail is not listed
+	m = e.ok("getMessage", "GET", inboxPath(box)+"/messages/"+url.PathEscape(q["messageId"].(string)), e.full, nil)
+	qt.Assert(t, m["labels"], qt.DeepEquals, []any{"quarantined"})
+	qt.Assert(t, m["protection"].(map[string]any)["status"], qt.Equals, "quarantined")
+}
+
+func TestInjectRefusesBadRequests(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	path := controlInbox(box) + "/messages"
+	for _, body := range []map[string]any{
+		{"subject": "no sender"},
+		{"from": "not an address"},
+		{"from": "a@b.example", "color": "red"},
+		{"from": "a@b.example", "headers": []map[string]string{{"name": "From", "value": "x@y.example"}}},
+		{"from": "a@b.example", "headers": []map[string]string{{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}}},
+		{"from": "a@b.example", "subject": "two\r\nlines"},
+		{"from": "a@b.example", "triage": map[string]any{"status": "maybe"}},
+	} {
+		e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", body)
+	}
+	r := e.do("POST", path, "", "hello", "Content-Type", "text/plain")
+	qt.Assert(t, r.status, qt.Equals, http.StatusUnsupportedMediaType)
+	r = e.do("POST", path, "", "", "Content-Type", "message/rfc822")
+	qt.Assert(t, r.status, qt.Equals, http.StatusUnprocessableEntity, qt.Commentf("%s", r.body))
+	e.fails(http.StatusNotFound, "not_found", "POST", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", map[string]any{"from": "a@b.example"})
+	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
+	e.fails(http.StatusGone, "inbox_retired", "POST", path, "", map[string]any{"from": "a@b.example"})
 }
