@@ -226,7 +226,9 @@ type Main struct {
 	TestControls bool
 
 	// Protection of received mail and the quarantine review dashboard (README "Protection
-	// and quarantine"): DNS is "" (the system resolver), "off" or HOST:PORT.
+	// and quarantine"): Protection is on (the default when empty) or off (no scan at
+	// all); DNS is "" (the system resolver), "off" or HOST:PORT.
+	Protection        string
 	DNS, Spamd, Clamd string
 	AdminPassword     string
 
@@ -301,6 +303,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 	fs.StringVar(&m.Relay, "relay", "", "outbound SMTP relay, smtp://user:pass@host:port (STARTTLS) or smtps://... (default: the sink, the test-double mode)")
 	fs.StringVar(&m.DKIMKey, "dkim-key", "", "PEM private key (RSA or Ed25519) to DKIM-sign mail sent through the relay")
 	fs.StringVar(&m.DKIMSelector, "dkim-selector", "", "DKIM selector published at <selector>._domainkey.<domain>")
+	fs.StringVar(&m.Protection, "protection", "on", "scan received mail (SPF, DKIM, DMARC, spam, antivirus) and quarantine what fails: on, or off as the hosted service (no protection field, never quarantined)")
 	fs.StringVar(&m.DNS, "dns", "", "DNS server for SPF, DKIM and DMARC checks, HOST:PORT, or off (default: the system resolver)")
 	fs.StringVar(&m.Spamd, "spamd", "", "SpamAssassin spamd at HOST:PORT scores spam (default: the built-in rules)")
 	fs.StringVar(&m.Clamd, "clamd", "", "ClamAV clamd at unix:PATH or tcp:HOST:PORT scans for malware too (default: the built-in scanner alone)")

@@ -332,6 +332,15 @@ func (m *Main) buildScanner(_ context.Context, p *parts) (err error) {
 
 // protectConfig is the scanner of the protection flags.
 func (m *Main) protectConfig() (*protect.Scanner, error) {
+	switch m.Protection {
+	case "", "on":
+	case "off":
+		// As the hosted service, which does not scan yet (extensions section 7).
+		m.Log.Info("--protection off: received mail is not scanned, carries no protection verdict and is never quarantined")
+		return nil, nil
+	default:
+		return nil, usageError{fmt.Sprintf("--protection %q: use on or off", m.Protection)}
+	}
 	cfg := protect.Config{Spamd: m.Spamd, Clamd: m.Clamd, Now: time.Now}
 	switch m.DNS {
 	case "":

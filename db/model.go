@@ -103,13 +103,19 @@ type Message struct {
 	Triage      *Triage             `json:"triage,omitempty"`
 	Protection  *Protection         `json:"protection,omitempty"`
 	// SenderAuthentication is set by the views (views.go), from Direction and Protection.
-	SenderAuthentication string    `json:"senderAuthentication,omitempty"`
-	Text                 *string   `json:"text,omitempty"`
-	HTML                 *string   `json:"html,omitempty"`
-	Cc                   []string  `json:"cc,omitempty"`
-	Bcc                  []string  `json:"bcc,omitempty"`
-	ReplyTo              []string  `json:"replyTo,omitempty"`
-	Delivery             *Delivery `json:"delivery,omitempty"`
+	SenderAuthentication string   `json:"senderAuthentication,omitempty"`
+	Text                 *string  `json:"text,omitempty"`
+	HTML                 *string  `json:"html,omitempty"`
+	Cc                   []string `json:"-"`
+	Bcc                  []string `json:"-"`
+	ReplyTo              []string `json:"-"`
+	// What a full view shows of Cc, Bcc and ReplyTo (FullView): always cc and replyTo, and
+	// bcc on sent mail, as arrays even when empty, as the hosted service answers; a list
+	// item shows none of them.
+	CcView      *[]string `json:"cc,omitempty"`
+	BccView     *[]string `json:"bcc,omitempty"`
+	ReplyToView *[]string `json:"replyTo,omitempty"`
+	Delivery    *Delivery `json:"delivery,omitempty"`
 
 	Direction   string   `json:"-"`
 	Quarantined bool     `json:"-"`

@@ -7,7 +7,7 @@ package db
 // SummaryView is the shape of list, search and getThread items.
 func (m Message) SummaryView() Message {
 	v := m
-	v.Text, v.HTML, v.Cc, v.Bcc, v.ReplyTo, v.Delivery = nil, nil, nil, nil, nil, nil
+	v.Text, v.HTML, v.CcView, v.BccView, v.ReplyToView, v.Delivery = nil, nil, nil, nil, nil, nil
 	v.SenderAuthentication = senderAuthentication(m)
 	if m.Quarantined {
 		v.Preview = ""
@@ -20,10 +20,9 @@ func (m Message) SummaryView() Message {
 // been loaded with its bodies.
 func (m Message) FullView(includeHTML, mailboxKey bool) Message {
 	v := m.SummaryView()
-	v.Cc = nonNil(m.Cc)
-	v.ReplyTo = nonNil(m.ReplyTo)
+	v.CcView, v.ReplyToView = listView(m.Cc), listView(m.ReplyTo)
 	if m.Direction == Sent {
-		v.Bcc = nonNil(m.Bcc)
+		v.BccView = listView(m.Bcc)
 		v.Delivery = m.Delivery
 	}
 	if m.Quarantined && mailboxKey {
@@ -62,6 +61,12 @@ func senderAuthentication(m Message) string {
 		return SenderAuthenticated
 	}
 	return SenderUnauthenticated
+}
+
+// listView is what a full view shows of an address list: an array, empty when there is none.
+func listView(s []string) *[]string {
+	out := nonNil(s)
+	return &out
 }
 
 func nonNil(s []string) []string {

@@ -332,10 +332,10 @@ func TestMCPToolErrors(t *testing.T) {
 	toolFails(t, cs, 422, "invalid_argument", "delete_inbox", map[string]any{"inboxId": in, "force": true})
 	succeeds(t, cs, "get_inbox", map[string]any{"inboxId": in}) // not deleted by the refused call
 
-	// A tool the key's scopes do not allow is not there to call.
+	// A tool the key's scopes do not allow is not listed, and calling it is forbidden, as
+	// a tool result (extensions section 7).
 	ro := e.mcpSession(e.readOnly)
-	_, callErr := ro.CallTool(context.Background(), &mcp.CallToolParams{Name: "send", Arguments: map[string]any{}})
-	c.Assert(callErr, qt.ErrorMatches, `.*send.*`)
+	toolFails(t, ro, 403, "forbidden", "send", map[string]any{})
 }
 
 // restJSON is the decoded body of a REST request that must succeed.

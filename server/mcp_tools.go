@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,7 +107,35 @@ func newMCPServer(version string, tools []mcpTool, allow func(schema.Operation) 
 			srv.AddTool(t.tool, tc.handler(t.op))
 		}
 	}
+	srv.AddReceivingMiddleware(asHostedTools(tools, allow))
 	return srv
+}
+
+// asHostedTools makes the tool list and calls answer as the hosted server's do
+// (extensions section 7): tools/list in the order of the spec's table, then the
+// extensions (the SDK lists them by name), and a call of a tool the key may not use a tool
+// result with the error forbidden (the SDK would answer a JSON-RPC error for a tool it does
+// not list).
+func asHostedTools(tools []mcpTool, allow func(schema.Operation) bool) mcp.Middleware {
+	order, ops := map[string]int{}, map[string]schema.Operation{}
+	for i, t := range tools {
+		order[t.tool.Name], ops[t.tool.Name] = i, t.op
+	}
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
+				if op, known := ops[call.Params.Name]; known && !allow(op) {
+					return apiErrorResult(db.ECodeForbidden, fmt.Sprintf("this key lacks the %s scope that %s needs", op.Scope, op.Tool),
+						http.StatusForbidden, false), nil
+				}
+			}
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok {
+				slices.SortStableFunc(list.Tools, func(a, b *mcp.Tool) int { return order[a.Name] - order[b.Name] })
+			}
+			return res, err
+		}
+	}
 }
 
 func (tc *toolCaller) handler(op schema.Operation) mcp.ToolHandler {
