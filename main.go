@@ -393,6 +393,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.openStore,
 		m.loadFixtures,
 		m.ensureOperator,
+		m.prepareTestControls,
 		m.buildMail,
 		m.buildSMTP,
 		m.openIndex,

@@ -163,7 +163,7 @@ func (m *Main) openIndex(ctx context.Context, _ *parts) error {
 }
 
 // buildAPI builds the HTTP API and its server.
-func (m *Main) buildAPI(ctx context.Context, p *parts) (err error) {
+func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 	p.conns = m.connLimit()
 	m.api, err = server.New(m.store, p.svc, p.schema, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version,
 		Search: m.search, Metrics: p.metrics, MetricsToken: m.MetricsToken, Budget: p.budget, TrustedProxies: p.proxies,
@@ -172,13 +172,7 @@ func (m *Main) buildAPI(ctx context.Context, p *parts) (err error) {
 	if err != nil {
 		return err
 	}
-	if m.TestControls {
-		m.Log.Warn("test controls are on: /_inboxd/ changes keys, accounts, mail and the clock without a key; never expose this server")
-		// The outbox holds what is sent from this start on (extensions section 6).
-		if err := m.store.ClearOutbox(ctx); err != nil {
-			return err
-		}
-	}
+
 	m.http = &http.Server{
 		Handler:           m.api,
 		ConnState:         p.conns.ConnState,

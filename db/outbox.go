@@ -39,4 +39,12 @@ type TestDouble interface {
 	// their queue rows and idempotency records; the inbox and its address stay. It returns
 	// how many messages it deleted.
 	PurgeInbox(ctx context.Context, inboxRow int64) (int, error)
+	// SnapshotForReset records the store's state as it is, for ResetToSnapshot.
+	SnapshotForReset(ctx context.Context) error
+	// ResetToSnapshot brings accounts, keys, inboxes, mail, queues, usage, idempotency
+	// records, suppressions, webhooks and events back to what SnapshotForReset recorded,
+	// empties the outbox, and queues every message it drops or restores for the search
+	// indexes; the review dashboard's operators and audit log stay as they are.
+	// Errors: not_found (no snapshot was taken).
+	ResetToSnapshot(ctx context.Context) error
 }

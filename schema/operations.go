@@ -76,6 +76,8 @@ var extensions = webhookOperations
 
 // controls are the test controls of extensions section 6, listed after the extensions.
 var controls = []Operation{
+	{ID: "resetServer", Method: "POST", Path: "/_inboxd/reset",
+		Summary: "Brings the server back to its state right after start-up: the seeded fixtures and nothing since; test controls only."},
 	{ID: "injectMessage", Method: "POST", Path: "/_inboxd/inboxes/{inboxId}/messages", RawBody: "message/rfc822",
 		Summary: "Delivers incoming mail to an inbox without SMTP, as raw MIME (message/rfc822) or JSON fields, through the receive pipeline; test controls only."},
 	{ID: "purgeMessages", Method: "DELETE", Path: "/_inboxd/inboxes/{inboxId}/messages",

@@ -16,6 +16,7 @@ import (
 // controlHandlers are the handlers of the test controls, by operationId.
 func (s *Server) controlHandlers() map[string]handler {
 	return map[string]handler{
+		"resetServer":    s.handleReset,
 		"injectMessage":  s.handleMessageInject,
 		"purgeMessages":  s.handleInboxPurge,
 		"listOutbox":     s.handleOutboxList,
@@ -195,5 +196,29 @@ func (s *Server) handleMessageInject(w http.ResponseWriter, r *http.Request, c *
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"messageId": st.MessageID, "threadId": st.ThreadID})
+	return nil
+}
+
+// resetCatchUp bounds how long a reset waits for the search index to take the reset in,
+// so that a search right after it agrees with the store.
+const resetCatchUp = 10 * time.Second
+
+// handleReset serves POST /_inboxd/reset: the store back to its start-up snapshot, the
+// clock back to the system's, and the search index caught up before the answer.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.store.ResetToSnapshot(r.Context()); err != nil {
+		return err
+	}
+	s.cfg.Clock.Rewind()
+	if ix := s.cfg.Search; ix != nil {
+		deadline := time.Now().Add(resetCatchUp)
+		for caught := false; !caught && time.Now().Before(deadline); {
+			var err error
+			if caught, err = ix.CatchUp(r.Context()); err != nil {
+				return err
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"reset": true})
 	return nil
 }

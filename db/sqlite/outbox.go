@@ -84,11 +84,14 @@ func (s *Store) Outbox(ctx context.Context, f db.OutboxFilter) ([]db.OutboxItem,
 
 // ClearOutbox moves the mark to the newest message.
 func (s *Store) ClearOutbox(ctx context.Context) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings(name, value) VALUES ('outbox_after', CAST(CAST((SELECT COALESCE(MAX(id), 0) FROM messages) AS TEXT) AS BLOB))
-			ON CONFLICT(name) DO UPDATE SET value = excluded.value`)
-		return err
-	})
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return markOutbox(ctx, tx) })
+}
+
+// markOutbox moves the outbox's mark to the newest message.
+func markOutbox(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO settings(name, value) VALUES ('outbox_after', CAST(CAST((SELECT COALESCE(MAX(id), 0) FROM messages) AS TEXT) AS BLOB))
+		ON CONFLICT(name) DO UPDATE SET value = excluded.value`)
+	return err
 }
 
 // PurgeInbox deletes every message and thread of an inbox, with the rows that belong to

@@ -67,3 +67,49 @@ func testDoubleTests() []test {
 		}},
 	}
 }
+
+func resetTests() []test {
+	return []test{
+		{"a reset brings back the snapshot's state and nothing else", func(e *env) {
+			seeded := e.receive(e.mail(e.inbox, "<seed@far.test>"))[0]
+			tok := e.accountKey("acme", db.ScopeInboxesRead)
+			e.Assert(e.st.SnapshotForReset(e.ctx), qt.IsNil)
+			last, _ := e.bounds()
+
+			// What a test does afterwards.
+			e.receive(e.mail(e.inbox, "<later@far.test>"))
+			e.send(e.inbox, "k1", "a@far.test")
+			extra := e.newInbox("acme", "extra@x.test")
+			e.Assert(db.UpdateMessageLabels(e.ctx, e.st, e.inbox.ID, "<seed@far.test>", []string{"vip"}, []string{db.LabelUnread}), qt.IsNil)
+			_, err := e.st.RevokeKey(e.ctx, db.KeyIDOfToken(tok))
+			e.Assert(err, qt.IsNil)
+			e.Assert(e.st.SetAccountDisabled(e.ctx, "acme", true), qt.IsNil)
+
+			e.Assert(e.st.ResetToSnapshot(e.ctx), qt.IsNil)
+			page, _, err := e.st.ListMessages(e.ctx, e.inbox.ID, db.MessageFilter{Labels: []string{}}, 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(page, qt.HasLen, 1)
+			e.Assert(page[0].MessageID, qt.Equals, "<seed@far.test>")
+			e.Assert(page[0].Labels, qt.DeepEquals, []string{db.LabelReceived, db.LabelUnread})
+			e.Assert(e.works(tok), qt.IsTrue)
+			_, err = e.st.InboxByAddress(e.ctx, "acme", extra.Address)
+			e.isCode(err, db.ECodeNotFound)
+			again := e.send(e.inbox, "k1", "a@far.test") // the idempotency key is free again
+			e.Assert(again.Deduplicated, qt.IsFalse)
+			e.Assert(e.outbox(db.OutboxFilter{}), qt.HasLen, 1)
+
+			evs := e.events(0, acme())
+			e.Assert(typesOf(evs), qt.DeepEquals, []string{db.EventReceived, db.EventDeliveryUpdated}) // the seed's, and the send since
+			changes := e.changes(last)
+			queued := map[int64]bool{}
+			for _, c := range changes {
+				queued[c.Message] = true
+			}
+			e.Assert(queued[seeded.RowID], qt.IsTrue) // the index reads the seed message again
+			e.Assert(len(queued) >= 3, qt.IsTrue, qt.Commentf("%v", changes))
+		}},
+		{"a reset without a snapshot is not found", func(e *env) {
+			e.isCode(e.st.ResetToSnapshot(e.ctx), db.ECodeNotFound)
+		}},
+	}
+}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"EventLog", eventTests()},
 		{"Webhooks", webhookTests()},
 		{"TestDouble", testDoubleTests()},
+		{"Reset", resetTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
