@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	qt "github.com/frankban/quicktest"
 
@@ -214,4 +215,34 @@ func TestInjectRefusesBadRequests(t *testing.T) {
 	e.fails(http.StatusNotFound, "not_found", "POST", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", map[string]any{"from": "a@b.example"})
 	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
 	e.fails(http.StatusGone, "inbox_retired", "POST", path, "", map[string]any{"from": "a@b.example"})
+}
+
+func TestResetBringsBackTheStartAndSearchAgrees(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	seed := e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "kohlrabi report", "text": "seeded"})
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil) // what serve --test-controls does at start
+
+	e.injected(box, map[string]any{"from": "bob@customer.example", "subject": "kohlrabi again", "text": "later"})
+	e.ok("send", "POST", inboxPath(box)+"/messages/send", e.full, map[string]any{"to": []string{"x@far.example"}, "subject": "s",
+		"text": "t", "idempotencyKey": "k1"})
+	e.createInbox("extra")
+	e.ok("updateMessageLabels", "PATCH", inboxPath(box)+"/messages/"+url.PathEscape(seed["messageId"].(string))+"/labels", e.full,
+		map[string]any{"addLabels": []string{"trash"}})
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 3600})
+
+	qt.Assert(t, e.ok("resetServer", "POST", "/_inboxd/reset", "", nil), qt.DeepEquals, map[string]any{"reset": true})
+	list := e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"].([]any)
+	qt.Assert(t, list, qt.HasLen, 1)
+	qt.Assert(t, list[0].(map[string]any)["subject"], qt.Equals, "kohlrabi report")
+	hits := e.ok("searchMessages", "GET", inboxPath(box)+"/messages/search?query=kohlrabi", e.full, nil)["messages"].([]any)
+	qt.Assert(t, hits, qt.HasLen, 1)
+	qt.Assert(t, e.ok("listInboxes", "GET", "/v1/inboxes", e.full, nil)["inboxes"], qt.HasLen, 1)
+	qt.Assert(t, e.ok("listOutbox", "GET", "/_inboxd/outbox", "", nil)["messages"], qt.HasLen, 0)
+	again := e.ok("send", "POST", inboxPath(box)+"/messages/send", e.full, map[string]any{"to": []string{"x@far.example"}, "subject": "s",
+		"text": "t", "idempotencyKey": "k1"})
+	_, dedup := again["deduplicated"]
+	qt.Assert(t, dedup, qt.IsFalse) // the key is free again
+	now := e.ok("getClock", "GET", "/_inboxd/clock", "", nil)["now"].(string)
+	qt.Assert(t, now < time.Now().Add(30*time.Minute).UTC().Format(db.TimeFormat), qt.IsTrue) // the hour ahead is gone
 }
