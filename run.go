@@ -42,6 +42,7 @@ type parts struct {
 	budget    *server.Budget   // likewise
 	arrivals  *server.Arrivals // searches yield to mail arriving over SMTP; nil without it
 	conns     *server.ConnLimit
+	faults    *mail.Faults // the test controls' fault rules; nil without --test-controls
 }
 
 // fillDefaults gives what a test may leave unset its default.
@@ -129,7 +130,8 @@ func (m *Main) buildMail(_ context.Context, p *parts) (err error) {
 	if p.schema, err = schema.New(); err != nil {
 		return err
 	}
-	mc := mail.Config{Store: m.store, Domain: m.Domain, Log: m.Log, Outbound: p.outbound, Protect: p.scanner, NoTriage: p.analyzer == nil}
+	mc := mail.Config{Store: m.store, Domain: m.Domain, Log: m.Log, Outbound: p.outbound, Protect: p.scanner, NoTriage: p.analyzer == nil,
+		Faults: p.faults}
 	if p.analyzer != nil {
 		mc.TriageNow = p.analyzer.Inline() // the worker still takes mail released from quarantine
 	}
@@ -145,7 +147,7 @@ func (m *Main) buildSMTP(_ context.Context, p *parts) error {
 		return nil
 	}
 	p.arrivals = server.NewArrivals()
-	m.smtp = server.NewSMTP(p.svc, server.SMTPConfig{Hostname: m.Domain, TLS: p.tls, Metrics: p.metrics,
+	m.smtp = server.NewSMTP(p.svc, server.SMTPConfig{Hostname: m.Domain, TLS: p.tls, Metrics: p.metrics, Faults: p.faults,
 		MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: p.budget,
 		Arrivals: p.arrivals}, m.Log)
 	return nil
@@ -168,7 +170,7 @@ func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 	m.api, err = server.New(m.store, p.svc, p.schema, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version,
 		Search: m.search, Metrics: p.metrics, MetricsToken: m.MetricsToken, Budget: p.budget, TrustedProxies: p.proxies,
 		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals, WebhookAllowHTTP: m.WebhookAllowHTTP, Webhooks: m.webhooks,
-		TestControls: m.TestControls, Clock: m.clock}, m.Log)
+		TestControls: m.TestControls, Clock: m.clock, Faults: p.faults}, m.Log)
 	if err != nil {
 		return err
 	}

@@ -178,6 +178,9 @@ func (r *router) message(j db.OutboundJob) (*routed, bool, error) {
 func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome, routeNext) {
 	s := r.s
 	now := s.store.Now()
+	if e := s.faults.Fire(FaultDelivery, FaultCase{Recipient: j.Recipient}); e != nil {
+		return s.faultOutcome(cfg, j, now, e), settled
+	}
 	domain := strings.ToLower(j.Recipient[strings.LastIndexByte(j.Recipient, '@')+1:])
 	local, ok := r.domains[domain]
 	if !ok {

@@ -121,9 +121,12 @@ func Inbound(raw []byte, inboxID int64, receivedAt time.Time) (db.NewMessage, er
 func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time, v *protect.Verdict) db.NewMessage {
 	m := fromParsed(p, raw, inboxID, receivedAt)
 	applyVerdict(&m, v)
+	fault := s.triageFault(inboxID)
 	switch {
 	case s.noTriage:
 		m.Triage = nil
+	case fault != nil:
+		m.Triage = &db.Triage{Status: db.TriageFailed, Code: fault.Failure, FailedAt: db.Time{Time: receivedAt}.String()}
 	case s.triageNow != nil && (v == nil || !v.Quarantined()):
 		m.Triage, m.ChargeTriage = s.triageNow(&m, receivedAt), true
 	default:

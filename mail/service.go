@@ -34,6 +34,10 @@ type Config struct {
 	// result is stored with the message, which spares the queue's two write transactions
 	// and a second indexing of the message. Nil leaves every analysis to the triage queue.
 	TriageNow func(m *db.NewMessage, now time.Time) *db.Triage
+
+	// Faults are the test controls' fault rules for outbound delivery and triage (nil:
+	// none).
+	Faults *Faults
 }
 
 // Service runs the mail rules that touch the store: receiving into inboxes, sending and
@@ -45,6 +49,7 @@ type Service struct {
 	log       *slog.Logger
 	outbound  OutboundConfig
 	protect   *protect.Scanner
+	faults    *Faults
 	noTriage  bool
 	triageNow func(m *db.NewMessage, now time.Time) *db.Triage
 
@@ -61,7 +66,7 @@ func NewService(cfg Config) *Service {
 		cfg.Log = slog.Default()
 	}
 	return &Service{store: cfg.Store, domain: strings.ToLower(cfg.Domain), sendLimit: cfg.SendLimit, log: cfg.Log,
-		outbound: cfg.Outbound, protect: cfg.Protect, noTriage: cfg.NoTriage, triageNow: cfg.TriageNow,
+		outbound: cfg.Outbound, protect: cfg.Protect, faults: cfg.Faults, noTriage: cfg.NoTriage, triageNow: cfg.TriageNow,
 		kick: make(chan struct{}, 1)}
 }
 

@@ -50,6 +50,9 @@ func (s *Server) adapt(op schema.Operation, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.prepare(op, r)
 		if err == nil {
+			err = s.apiFault(r, op.ID)
+		}
+		if err == nil {
 			err = h(w, r, c)
 		}
 		if c != nil && c.release != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/schema"
 )
 
 // The test controls (extensions section 6): what a CI suite needs from a test double,
@@ -17,6 +18,9 @@ import (
 func (s *Server) controlHandlers() map[string]handler {
 	return map[string]handler{
 		"resetServer":    s.handleReset,
+		"getFaults":      s.handleFaultsGet,
+		"setFaults":      s.handleFaultsSet,
+		"clearFaults":    s.handleFaultsClear,
 		"injectMessage":  s.handleMessageInject,
 		"purgeMessages":  s.handleInboxPurge,
 		"listOutbox":     s.handleOutboxList,
@@ -210,6 +214,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) er
 		return err
 	}
 	s.cfg.Clock.Rewind()
+	s.cfg.Faults.Set(nil)
 	if ix := s.cfg.Search; ix != nil {
 		deadline := time.Now().Add(resetCatchUp)
 		for caught := false; !caught && time.Now().Before(deadline); {
@@ -222,3 +227,69 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) er
 	writeJSON(w, http.StatusOK, map[string]bool{"reset": true})
 	return nil
 }
+
+// handleFaultsGet serves GET /_inboxd/faults.
+func (s *Server) handleFaultsGet(w http.ResponseWriter, r *http.Request, c *call) error {
+	writeJSON(w, http.StatusOK, map[string]any{"rules": s.cfg.Faults.Rules()})
+	return nil
+}
+
+// handleFaultsSet serves PUT /_inboxd/faults: the rules replace the ones in force.
+func (s *Server) handleFaultsSet(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req struct {
+		Rules []mail.FaultRule `json:"rules"`
+	}
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, op := range schema.Operations() {
+		known[op.ID] = true
+	}
+	if err := mail.CheckFaultRules(req.Rules, func(id string) bool { return known[id] }); err != nil {
+		return err
+	}
+	s.cfg.Faults.Set(req.Rules)
+	return s.handleFaultsGet(w, r, c)
+}
+
+// handleFaultsClear serves DELETE /_inboxd/faults.
+func (s *Server) handleFaultsClear(w http.ResponseWriter, r *http.Request, c *call) error {
+	s.cfg.Faults.Set(nil)
+	return s.handleFaultsGet(w, r, c)
+}
+
+// faultControls are the controls no api fault rule reaches: a test can always take its
+// rules back.
+var faultControls = map[string]bool{"getFaults": true, "setFaults": true, "clearFaults": true}
+
+// apiFault applies an api fault rule to a call of op: a delay, or an error in the API's
+// shape with the rule's status.
+func (s *Server) apiFault(r *http.Request, op string) error {
+	if faultControls[op] {
+		return nil
+	}
+	e := s.cfg.Faults.Fire(mail.FaultAPI, mail.FaultCase{Operation: op})
+	switch {
+	case e == nil:
+		return nil
+	case e.DelayMs > 0:
+		t := time.NewTimer(time.Duration(e.DelayMs) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		return nil
+	}
+	return &faultError{status: e.Status, e: db.Error{Code: e.Code, Transient: *e.Transient,
+		Message: "a fault rule of the test controls answered this call"}}
+}
+
+// faultError is an API error with the status an api fault rule chose.
+type faultError struct {
+	status int
+	e      db.Error
+}
+
+func (f *faultError) Error() string { return f.e.Code + ": " + f.e.Message }

@@ -11,13 +11,17 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/server"
 )
 
-// newControlsEnv is an env whose server serves the test controls on its own clock.
+// newControlsEnv is an env whose server serves the test controls on its own clock, with
+// an SMTP listener; the fault rules reach the API, SMTP, delivery and triage.
 func newControlsEnv(t *testing.T) *env {
-	clock := &db.Clock{}
-	return newEnvWith(t, serverOptions{now: clock.Now, api: func(c *server.Config) { c.TestControls, c.Clock = true, clock }})
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	return newEnvWith(t, serverOptions{now: clock.Now, smtp: &server.SMTPConfig{Faults: faults},
+		mail: func(c *mail.Config) { c.Faults = faults },
+		api:  func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
 }
 
 func TestTestControlsAreAbsentWithoutTheFlag(t *testing.T) {

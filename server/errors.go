@@ -55,6 +55,10 @@ type errorDetail struct {
 // sees. Anything that is not one of our error types is internal_error, and its cause is
 // logged, never shown.
 func asClientError(err error, log *slog.Logger) (int, *db.Error) {
+	var fe *faultError
+	if errors.As(err, &fe) { // the test controls chose the status
+		return fe.status, &fe.e
+	}
 	var se *schema.Error
 	if errors.As(err, &se) {
 		code := db.ECodeInvalidArgument

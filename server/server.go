@@ -52,6 +52,8 @@ type Config struct {
 	// key; Clock is the clock they move, the one the store reads (required with them).
 	TestControls bool
 	Clock        *db.Clock
+	// Faults are the fault rules the test controls set (nil: none, ever).
+	Faults *mail.Faults
 	// Arrivals, when set, is the SMTP listener's count of messages being received
 	// (SMTPConfig.Arrivals): while it is not zero, searches run on threads of lower CPU
 	// priority (priority.go). Nil: searches always run on the request's own.
@@ -97,8 +99,8 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	if s.dash, err = newDashboard(s); err != nil {
 		return nil, fmt.Errorf("server: dashboard: %w", err)
 	}
-	if cfg.TestControls && cfg.Clock == nil {
-		return nil, fmt.Errorf("server: test controls need the store's clock")
+	if cfg.TestControls && (cfg.Clock == nil || cfg.Faults == nil) {
+		return nil, fmt.Errorf("server: test controls need the store's clock and the fault rules")
 	}
 	if cfg.Arrivals != nil {
 		s.lowPriority = newLowPriority()

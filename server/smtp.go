@@ -79,6 +79,9 @@ type SMTPConfig struct {
 	// Arrivals counts the messages being received, for the API server sharing it
 	// (Config.Arrivals); nil: not counted.
 	Arrivals *Arrivals
+	// Faults are the test controls' fault rules, whose smtp rules answer a stage of a
+	// session (nil: none).
+	Faults *mail.Faults
 }
 
 // SMTP is the inbound SMTP listener: mail for inboxes on this server's domains only (it
@@ -195,9 +198,26 @@ func (s *SMTP) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.closing {
 		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again later"}
 	}
+	if err := s.fault("connect", "", ""); err != nil {
+		return nil, err
+	}
 	slot := slotOf(c.Conn())
 	slot.attach(c)
 	return &smtpSession{srv: s, conn: c, slot: slot}, nil
+}
+
+// fault is the answer an smtp fault rule of the test controls gives at stage, nil when
+// none fires.
+func (s *SMTP) fault(stage, sender, recipient string) error {
+	e := s.cfg.Faults.Fire(mail.FaultSMTP, mail.FaultCase{Stage: stage, Sender: sender, Recipient: recipient})
+	if e == nil {
+		return nil
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = "Refused by a fault rule of the test controls"
+	}
+	return &smtp.SMTPError{Code: e.SMTPCode, Message: msg}
 }
 
 // smtpSession is one SMTP connection's state.
@@ -225,6 +245,9 @@ func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	if !utf8.ValidString(from) || strings.ContainsFunc(from, unicode.IsControl) {
 		// The reverse path goes into SPF checks and the Received field.
 		return errBadSender
+	}
+	if err := x.srv.fault("mail", from, ""); err != nil {
+		return err
 	}
 	x.Reset()
 	x.from = from
@@ -254,6 +277,9 @@ func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("recipient", smtpOutcome(err, smtpDeferred)) }()
 	if x.cutOff() {
 		return errTooManyBad
+	}
+	if err := x.srv.fault("rcpt", x.from, to); err != nil {
+		return err
 	}
 	id, err := x.srv.svc.ResolveRecipient(context.Background(), to)
 	switch {
@@ -295,6 +321,12 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 	defer func() { x.srv.cfg.Metrics.countSMTP("message", smtpOutcome(err, smtpFailed)) }()
 	if x.cutOff() {
 		return errTooManyBad
+	}
+	for _, rc := range x.rcpts { // the answer to the message, for one of its recipients
+		if err := x.srv.fault("data", x.from, rc); err != nil {
+			io.Copy(io.Discard, r)
+			return err
+		}
 	}
 	ctx := context.Background()
 	conn := x.conn.Conn()
