@@ -14,7 +14,7 @@ if [ -z "$bin" ]; then
 	(cd .. && go build -tags "$tags" -o "$bin" .)
 fi
 
-"$bin" serve --db "$work/inboxd.db" --domain example.test --seed fixture.json \
+"$bin" serve --db "$work/inboxd.db" --domain example.test --seed fixture.json --test-controls --dns off \
 	--http 127.0.0.1:0 --smtp 127.0.0.1:0 >"$work/out.log" 2>"$work/err.log" &
 pid=$!
 for _ in $(seq 100); do
