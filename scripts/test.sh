@@ -1,22 +1,45 @@
 #!/usr/bin/env bash
-# The one test command: formatting, vet, and every test with the race detector.
-# Runs on a fresh machine with only Go and gcc; the first run compiles SQLite (cgo).
+# The one test command: formatting, vet, and every test with the race detector, fuzzing,
+# a short soak and the end-to-end checks. Runs on a fresh machine with only Go, gcc and
+# Node; the first run compiles SQLite (cgo) and, as root on Debian, installs Chromium and
+# SpamAssassin for the protection tests. The run ends with a table of each stage's time.
+# --quick runs gofmt, vet and the tests only (a developer's loop; CI runs
+# everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # One tag set for every build and test, so the cgo SQLite build is compiled once and cached.
 TAGS='sqlite_omit_load_extension osusergo netgo'
 
-echo "== gofmt"
+quick=false
+[ "${1:-}" = "--quick" ] && quick=true
+
+stage_name="" stage_start=$SECONDS times=""
+# stage ends the stage before (noting its time) and starts the next.
+stage() {
+  if [ -n "$stage_name" ]; then
+    times+=$(printf '%5ds  %s' $((SECONDS - stage_start)) "$stage_name")$'\n'
+  fi
+  stage_name=$1 stage_start=$SECONDS
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
+# done_stages prints the time of every stage.
+done_stages() {
+  stage ""
+  printf '== stage times\n%s%5ds  in all\n' "$times" "$SECONDS"
+}
+
+stage "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet"
+stage "go vet"
 go vet -tags "$TAGS" ./...
 
-echo "== chromium and spamd for the protection tests"
+stage "chromium and spamd for the protection tests"
 # Debian's chromium drives the dashboard's browser test (server/dashboard_browser_test.go);
 # Debian's spamd is the real SpamAssassin of mail/protect's end-to-end test. Installed when
 # missing; without them those tests skip, except with CI=true, where they fail.
@@ -54,10 +77,15 @@ if command -v spamd >/dev/null 2>&1; then
   [ -n "${INBOXD_TEST_SPAMD:-}" ] || { echo "spamd did not start:"; tail -20 "$spamd_log"; }
 fi
 
-echo "== go test -race"
+stage "go test -race"
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./...
 
-echo "== fuzz: every parser, about 10 s each"
+if $quick; then
+  done_stages
+  exit 0
+fi
+
+stage "fuzz: every parser, about 10 s each"
 # MIME, request bodies and query strings, search queries, page tokens, fixture files, and
 # the search segment builder (checked byte for byte against zapx). A failing input is saved
 # under the package's testdata/fuzz/<target>/ and from then on runs with every go test as a
@@ -77,10 +105,10 @@ done
 # network of this project's machines and CI cannot reach (see issue 8). Run it where it can:
 #   go run golang.org/x/vuln/cmd/govulncheck@v1.1.4 -tags "$TAGS" ./...
 
-echo "== soak, short (the full 10-minute run: scripts/soak.sh; results in BENCHMARKS.md)"
+stage "soak, short (the full 10-minute run: scripts/soak.sh; results in BENCHMARKS.md)"
 scripts/soak.sh --minutes 0.5
 
-echo "== MCP end-to-end (official TypeScript client)"
+stage "MCP end-to-end (official TypeScript client)"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   scripts/mcp-e2e/run.sh
 elif [ "${CI:-}" = "true" ]; then
@@ -89,5 +117,7 @@ else
   echo "skipped: node and npm are not installed (CI=true makes this a failure)"
 fi
 
-echo "== whole-server benchmark smoke test (scripts/bench.sh --quick: every operation answers; no targets)"
+stage "whole-server benchmark smoke test (scripts/bench.sh --quick: every operation answers; no targets)"
 scripts/bench.sh --quick
+
+done_stages
