@@ -250,3 +250,42 @@ func TestResetBringsBackTheStartAndSearchAgrees(t *testing.T) {
 	now := e.ok("getClock", "GET", "/_inboxd/clock", "", nil)["now"].(string)
 	qt.Assert(t, now < time.Now().Add(30*time.Minute).UTC().Format(db.TimeFormat), qt.IsTrue) // the hour ahead is gone
 }
+
+// The clock moves every rule that reads time: a download link expires, a send window
+// rolls over, a month's usage starts again.
+func TestTheClockMovesLinksWindowsAndUsage(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newEnvWith(t, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults, c.SendLimit = faults, 1 },
+		api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
+	box := e.createInbox("desk")
+	got := e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "file", "text": "see attached",
+		"attachments": []any{map[string]any{"filename": "a.txt", "contentType": "text/plain", "content": "aGVsbG8="}}})
+	path := inboxPath(box) + "/messages/" + url.PathEscape(got["messageId"].(string))
+	att := e.ok("getMessage", "GET", path, e.full, nil)["attachments"].([]any)[0].(map[string]any)
+	link := e.ok("getAttachment", "GET", path+"/attachments/"+att["attachmentId"].(string), e.full, nil)["downloadUrl"].(string)
+	download := func() int { return e.do("GET", link[strings.Index(link, "/attachments/"):], "", nil).status }
+	qt.Assert(t, download(), qt.Equals, http.StatusOK)
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 301})
+	qt.Assert(t, download(), qt.Equals, http.StatusUnauthorized) // five minutes, and the link is gone
+
+	key := e.ok("createTestKey", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "scopes": []string{"inboxes:read", "messages:send"},
+		"days": 365})["key"].(string) // outlives the month ahead
+	send := func(idem string) response {
+		return e.do("POST", inboxPath(box)+"/messages/send", key, map[string]any{"to": []string{"x@far.example"},
+			"subject": "s", "text": "t", "idempotencyKey": idem})
+	}
+	qt.Assert(t, send("k1").status, qt.Equals, http.StatusOK)
+	qt.Assert(t, send("k2").errCode(t), qt.Equals, "rate_limited") // one a day
+	used := func() float64 {
+		for _, f := range e.ok("getUsage", "GET", "/v1/usage", key, nil)["features"].([]any) {
+			if f.(map[string]any)["feature"] == "sends" {
+				return f.(map[string]any)["used"].(float64)
+			}
+		}
+		return -1
+	}
+	qt.Assert(t, used(), qt.Equals, 1.0)
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 32 * 86400})
+	qt.Assert(t, send("k2").status, qt.Equals, http.StatusOK) // a new window
+	qt.Assert(t, used(), qt.Equals, 1.0)                      // and a new month: this send only
+}
