@@ -126,6 +126,10 @@ type Messages interface {
 	OpenAttachment(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*Attachment, AttachmentBody, error)
 	// DownloadKey is the secret that signs attachment download URLs.
 	DownloadKey() []byte
+	// MessagesSince returns up to q.Limit summaries of an inbox's messages that pass f as
+	// listMessages filters them (every label of f; trashed and quarantined mail only when
+	// f's labels ask for it) and that q chooses, oldest first (timestamp, then row id).
+	MessagesSince(ctx context.Context, inboxID int64, f MessageFilter, q SinceQuery) ([]Message, error)
 }
 
 // Sends are what sending leaves besides the messages (CommitSend stores those).

@@ -75,6 +75,11 @@ func (dt *docTerms) in(field string) fieldTerms {
 	return ft
 }
 
+// Matches reports whether a search with the query would find d, evaluated in memory
+// exactly as the index evaluates it: what a wait for mail matches arriving messages with,
+// one at a time, without the index. An empty query matches nothing, as in a search.
+func (q Query) Matches(d *Doc) bool { return !q.Empty() && q.matches(d) }
+
 // matches evaluates the query on a message's text exactly as the index would, positions
 // included.
 func (q Query) matches(d *Doc) bool {

@@ -82,3 +82,10 @@ func TestMatchesPhrase(t *testing.T) {
 		qt.Check(t, Parse(tc.q).matches(d), qt.Equals, tc.want, qt.Commentf("%s", tc.q))
 	}
 }
+
+func TestMatchesExported(t *testing.T) {
+	d := &Doc{Subject: "Your code", Body: "The code is 123456.", From: "noreply@shop.example"}
+	qt.Check(t, Parse("code from:shop.example").Matches(d), qt.IsTrue)
+	qt.Check(t, Parse("invoice").Matches(d), qt.IsFalse)
+	qt.Check(t, Parse(`"" -`).Matches(d), qt.IsFalse, qt.Commentf("an empty query matches nothing, as a search"))
+}

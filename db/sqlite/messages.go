@@ -427,9 +427,18 @@ func (s *Store) ListMessages(ctx context.Context, inboxID int64, f db.MessageFil
 // checked on the entry itself (migration 0009), before the row is read.
 func listMessagesQuery(inboxID int64, f db.MessageFilter, c *cursor, limit int) (string, []any) {
 	var q strings.Builder
+	args := listWhere(inboxID, f, &q)
+	page, pageArgs := keyset("m.ts", "m.id", true, c, limit)
+	q.WriteString(page)
+	return q.String(), append(args, pageArgs...)
+}
+
+// listWhere writes the start of a list statement over summaries (summaryColumns): the
+// inbox's messages that pass f as listMessages filters them. It returns the arguments.
+func listWhere(inboxID int64, f db.MessageFilter, q *strings.Builder) []any {
 	args := []any{inboxID}
 	q.WriteString("SELECT " + summaryColumns + messageFrom + " WHERE m.inbox_id = ?")
-	filterWhere(f, "m", &q, &args)
+	filterWhere(f, "m", q, &args)
 	for _, l := range f.Labels {
 		q.WriteString(" AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = ?)")
 		args = append(args, l)
@@ -440,9 +449,7 @@ func listMessagesQuery(inboxID int64, f db.MessageFilter, c *cursor, limit int) 
 	if !f.Has(db.LabelQuarantined) {
 		q.WriteString(" AND m.quarantined = 0")
 	}
-	page, pageArgs := keyset("m.ts", "m.id", true, c, limit)
-	q.WriteString(page)
-	return q.String(), append(args, pageArgs...)
+	return args
 }
 
 // querySummaries runs a summary query (summaryColumns) and fills the attachments of the

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"Webhooks", webhookTests()},
 		{"TestDouble", testDoubleTests()},
 		{"Reset", resetTests()},
+		{"MessagesSince", sinceTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
