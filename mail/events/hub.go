@@ -1,0 +1,224 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Store is what the hub reads: the event log and the store's clock, and for waits the
+// messages and their searchable text. A db.Store is one.
+type Store interface {
+	db.EventLog
+	Now() time.Time
+	MessagesSince(ctx context.Context, inboxID int64, f db.MessageFilter, q db.SinceQuery) ([]db.Message, error)
+	IndexDocs(ctx context.Context, ids []int64) ([]db.IndexDoc, error)
+}
+
+// Options tune a Hub; the zero value is the default everywhere.
+type Options struct {
+	// RingEvents and RingBytes bound the ring of recent events (default 4,096 events and
+	// 32 MiB of payloads): a payload may carry 64 KiB of text.
+	RingEvents int
+	RingBytes  int
+	// Page is how many events one read of the log returns (default 200).
+	Page int
+	// TrimEvery is how often the hub drops events older than db.EventRetention (default
+	// an hour).
+	TrimEvery time.Duration
+	// Retry is how long the tailer waits after a failed read (default a second).
+	Retry time.Duration
+	Log   *slog.Logger // nil: slog.Default()
+}
+
+func (o Options) withDefaults() Options {
+	if o.RingEvents <= 0 {
+		o.RingEvents = 4096
+	}
+	if o.RingBytes <= 0 {
+		o.RingBytes = 32 << 20
+	}
+	if o.Page <= 0 {
+		o.Page = 200
+	}
+	if o.TrimEvery <= 0 {
+		o.TrimEvery = time.Hour
+	}
+	if o.Retry <= 0 {
+		o.Retry = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o
+}
+
+// Item is an event of the log with its payload as the stream carries it (nil for a
+// subscriber that asked for none).
+type Item struct {
+	db.Event
+	Data []byte
+}
+
+// Hub follows the event log for the subscribers of one process.
+type Hub struct {
+	store Store
+	opts  Options
+
+	mu sync.Mutex
+	// ring holds every event with a seq in (floor, last], oldest first.
+	ring  []*Item
+	bytes int
+	floor int64
+	last  int64
+	subs  map[string]map[*Sub]struct{} // by account
+}
+
+// New returns a hub that starts at the end of the log: Run follows it from there.
+func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
+	last, _, err := store.EventBounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{}}, nil
+}
+
+// Run tails the log and trims it until ctx ends.
+func (h *Hub) Run(ctx context.Context) {
+	trim := time.NewTicker(h.opts.TrimEvery)
+	defer trim.Stop()
+	h.trim(ctx)
+	for {
+		woken := h.store.EventsCommitted() // before reading: nothing committed in between is missed
+		if err := h.catchUp(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			h.opts.Log.Error("event hub: reading the event log", "err", err)
+			woken = retryAfter(h.opts.Retry)
+		}
+		select {
+		case <-woken:
+		case <-trim.C:
+			h.trim(ctx)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// retryAfter is a channel closed after d.
+func retryAfter(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
+}
+
+// trim drops the events retention no longer keeps, by the store's clock.
+func (h *Hub) trim(ctx context.Context) {
+	if _, err := h.store.TrimEvents(ctx, h.store.Now().Add(-db.EventRetention)); err != nil && ctx.Err() == nil {
+		h.opts.Log.Error("event hub: trimming the event log", "err", err)
+	}
+}
+
+// catchUp reads what was appended since the hub's last event, page by page, and hands it
+// to the subscribers.
+func (h *Hub) catchUp(ctx context.Context) error {
+	for {
+		evs, err := h.store.Events(ctx, h.last, db.EventFilter{}, h.opts.Page) // only Run writes h.last
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		items, err := render(ctx, h.store, evs)
+		if err != nil {
+			return err
+		}
+		h.publish(items)
+		if len(evs) < h.opts.Page {
+			return nil
+		}
+	}
+}
+
+// publish appends items to the ring and wakes the subscribers they concern.
+func (h *Hub) publish(items []*Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		h.ring = append(h.ring, it)
+		h.bytes += len(it.Data)
+	}
+	h.last = items[len(items)-1].Seq
+	h.evict()
+	for _, it := range items {
+		for s := range h.subs[it.AccountID] {
+			if s.filter.Matches(&it.Event) {
+				s.notify()
+			}
+		}
+	}
+}
+
+// evict drops the oldest events beyond the ring's bounds.
+func (h *Hub) evict() {
+	n := 0
+	for n < len(h.ring) && (len(h.ring)-n > h.opts.RingEvents || h.bytes > h.opts.RingBytes) {
+		h.bytes -= len(h.ring[n].Data)
+		h.floor = h.ring[n].Seq
+		n++
+	}
+	if n > 0 {
+		h.ring = append([]*Item(nil), h.ring[n:]...) // a fresh array: the dropped items are freed
+	}
+}
+
+// fromRing returns up to max events of the ring after seq that pass f, and the seq up to
+// which it looked; ok is false when the ring no longer holds every event after seq.
+func (h *Hub) fromRing(after int64, f db.EventFilter, max int) (out []*Item, through int64, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if after < h.floor {
+		return nil, after, false
+	}
+	through = max64(after, h.last)
+	i := sort.Search(len(h.ring), func(i int) bool { return h.ring[i].Seq > after })
+	for ; i < len(h.ring); i++ {
+		if len(out) == max {
+			return out, out[len(out)-1].Seq, true
+		}
+		if f.Matches(&h.ring[i].Event) {
+			out = append(out, h.ring[i])
+		}
+	}
+	return out, through, true
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Last returns the newest seq the hub has read: a subscription from here gets every event
+// committed later.
+func (h *Hub) Last() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// Subscribers returns how many subscriptions are open.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, set := range h.subs {
+		n += len(set)
+	}
+	return n
+}
