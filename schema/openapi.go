@@ -140,6 +140,9 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 		o["security"] = []any{} // no key
 		delete(o, "x-required-scope")
 	}
+	if op.EventStream {
+		o["responses"].(map[string]any)["200"] = eventStreamResponse(response)
+	}
 	if op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT" {
 		o["requestBody"] = map[string]any{
 			// Required only when some field is: finishInboxSetup and the label

@@ -97,7 +97,15 @@ func TestOpenAPIOperations(t *testing.T) {
 			// responses: 200 and default (the error schema).
 			responses := o["responses"].(map[string]any)
 			c.Check(responses, qt.HasLen, 2)
-			ok := responses["200"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+			content := responses["200"].(map[string]any)["content"].(map[string]any)
+			if op.EventStream {
+				c.Check(content["text/event-stream"].(map[string]any)["schema"], qt.DeepEquals, map[string]any{"type": "string"})
+				data := content["text/event-stream"].(map[string]any)["x-inboxd-event-data"].(map[string]any)
+				c.Check(data["$schema"], qt.Equals, "https://json-schema.org/draft/2020-12/schema")
+				c.Check(content["application/json"], qt.IsNil)
+				return
+			}
+			ok := content["application/json"].(map[string]any)["schema"].(map[string]any)
 			if op.ID == "updateMessageLabels" || op.ID == "updateThreadLabels" {
 				c.Check(ok, qt.DeepEquals, map[string]any{"type": "null"})
 			} else {

@@ -28,6 +28,9 @@ type Operation struct {
 	// RawBody is a media type the operation also takes as its body as it is, instead of
 	// JSON (injectMessage: message/rfc822).
 	RawBody string
+	// EventStream marks an operation that answers 200 with Server-Sent Events
+	// (text/event-stream); its response schema is what each event's data carries.
+	EventStream bool
 }
 
 // operations is the table of spec section 4 in its order. The order matters: the router
@@ -72,7 +75,7 @@ var operations = []Operation{
 
 // extensions are inboxd's operations beyond the spec (extensions.md), in the order they
 // follow the spec's table.
-var extensions = webhookOperations
+var extensions = append(append([]Operation(nil), webhookOperations...), eventOperations...)
 
 // controls are the test controls of extensions section 6, listed after the extensions.
 var controls = []Operation{

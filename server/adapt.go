@@ -41,6 +41,7 @@ var mailboxOps = map[string]bool{
 	"getInbox": true, "listInboxes": true, "listMessages": true, "searchMessages": true, "getMessage": true,
 	"getAttachment": true, "send": true, "reply": true, "updateMessageLabels": true, "listThreads": true,
 	"getThread": true, "updateThreadLabels": true,
+	"streamEvents": true, "waitForMessages": true, // limited to the key's inbox, as the rest
 }
 
 // adapt runs the checks every operation shares, in the documented order (API-NOTES

@@ -103,6 +103,7 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, who))
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	longRequest(w, maxWait) // a call may be wait_for_message
 	h.sdk.ServeHTTP(&noStoreWriter{ResponseWriter: w}, r)
 }
 

@@ -150,6 +150,7 @@ var requiredInputs = map[string][]string{
 	"update_message_labels": {"inboxId", "messageId"},
 	"get_attachment":        {"inboxId", "messageId", "attachmentId"},
 	"get_thread":            {"inboxId", "threadId"}, "update_thread_labels": {"inboxId", "threadId"},
+	"wait_for_message": {"inboxId", "since"},
 }
 
 func TestMCPListTools(t *testing.T) {
@@ -216,7 +217,7 @@ func TestMCPListTools(t *testing.T) {
 	}
 	sort.Strings(names)
 	c.Assert(names, qt.DeepEquals, []string{"get_attachment", "get_inbox", "get_message", "get_thread", "get_usage",
-		"list_inboxes", "list_messages", "list_threads", "search_messages"})
+		"list_inboxes", "list_messages", "list_threads", "search_messages", "wait_for_message"})
 	sendOnly := toolNames(t, e.mcpSession(e.newKey("acme", db.ScopeMessagesSend)))
 	c.Assert(len(sendOnly), qt.Equals, 2)
 	c.Assert(sendOnly["send"], qt.Not(qt.IsNil))

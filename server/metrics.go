@@ -176,6 +176,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	s.writeGauges(r.Context(), &b)
 	s.writeWebhookMetrics(r.Context(), &b)
+	s.events.writeMetrics(&b)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	h.Set("Cache-Control", "no-store")

@@ -54,6 +54,8 @@ type Config struct {
 	Clock        *db.Clock
 	// Faults are the fault rules the test controls set (nil: none, ever).
 	Faults *mail.Faults
+	// Streams tunes GET /v1/events and the waits for mail (events.go).
+	Streams StreamConfig
 	// Arrivals, when set, is the SMTP listener's count of messages being received
 	// (SMTPConfig.Arrivals): while it is not zero, searches run on threads of lower CPU
 	// priority (priority.go). Nil: searches always run on the request's own.
@@ -80,6 +82,7 @@ type Server struct {
 	metrics *Metrics    // GET /metrics (metrics.go)
 	// lowPriority runs searches while mail arrives (priority.go); nil without Arrivals.
 	lowPriority *lowPriority
+	events      *eventsRuntime // streams and waits (events.go)
 }
 
 // New builds the HTTP handler.
@@ -92,6 +95,9 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	s := &Server{store: store, mail: svc, schema: v, cfg: cfg, log: log, openapi: doc, now: store.Now, metrics: cfg.Metrics}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
+	}
+	if s.events, err = newEventsRuntime(store, cfg.Streams, log); err != nil {
+		return nil, fmt.Errorf("server: events: %w", err)
 	}
 	if s.mcp, err = s.newMCPHandler(); err != nil {
 		return nil, fmt.Errorf("server: mcp: %w", err)
@@ -118,6 +124,7 @@ func (s *Server) Close() {
 	if s.lowPriority != nil {
 		s.lowPriority.stop()
 	}
+	s.events.close()
 }
 
 func (s *Server) routes() *httprouter.Router {
@@ -159,6 +166,8 @@ func (s *Server) routes() *httprouter.Router {
 		"updateThreadLabels":  s.handleThreadLabels,
 		"getUsage":            s.handleUsageGet,
 		"searchMessages":      s.handleMessagesSearch,
+		"streamEvents":        s.handleEventsStream,
+		"waitForMessages":     s.handleMessagesWait,
 	}
 	for id, h := range s.webhookHandlers() {
 		handlers[id] = h

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/inboxd/inboxd/mail/events"
+)
+
+// stream writes Server-Sent Events to one client.
+type stream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// write writes one event or comment, with a deadline of its own: a client that stops
+// reading ends its stream instead of holding it.
+func (st *stream) write(s string) error {
+	st.rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+	_, err := io.WriteString(st.w, s)
+	return err
+}
+
+func (st *stream) flush() error { return st.rc.Flush() }
+
+func (st *stream) event(it *events.Item) error {
+	return st.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", it.Seq, it.Type, it.Data))
+}
+
+// pump sends the subscription's events until the client leaves, a write fails, or the
+// key stops working. It sleeps between wakes: the hub's, the keep-alive's, the re-check
+// of the key's.
+func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub) {
+	ctx := r.Context()
+	keep := time.NewTicker(s.events.keepAlive)
+	defer keep.Stop()
+	reauth := time.NewTicker(s.events.reauth)
+	defer reauth.Stop()
+	for {
+		if err := s.drain(r, st, sub); err != nil {
+			return
+		}
+		select {
+		case <-sub.C():
+		case <-keep.C:
+			if st.write(": keep-alive\n\n") != nil || st.flush() != nil {
+				return
+			}
+		case <-reauth.C:
+			if _, err := s.authenticate(r); err != nil {
+				return // revoked, expired, or the account disabled
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// drain writes what the subscription has, flushing after each page.
+func (s *Server) drain(r *http.Request, st *stream, sub *events.Sub) error {
+	for {
+		items, err := sub.Next(r.Context(), streamPage)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("event stream: reading events", "err", err)
+			}
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		for _, it := range items {
+			if err := st.event(it); err != nil {
+				return err
+			}
+		}
+		if err := st.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection beneath (flushes and
+// deadlines of streams and waits).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
