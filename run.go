@@ -184,6 +184,7 @@ func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20, // long query strings reach the validator and get a 422 naming the parameter
 	}
+	m.http.RegisterOnShutdown(m.api.EndStreams) // streams never finish on their own
 	return nil
 }
 

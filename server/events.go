@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,10 +44,14 @@ type eventsRuntime struct {
 	reauth    time.Duration
 	streams   atomic.Int64 // open streams, for /metrics
 	waits     atomic.Int64 // waits in progress, for /metrics
+	// ending is closed when the HTTP server shuts down (EndStreams): streams end and
+	// waits answer with what they have, so that draining does not wait for them.
+	ending  chan struct{}
+	endOnce sync.Once
 }
 
 func newEventsRuntime(store db.Store, cfg StreamConfig, log *slog.Logger) (*eventsRuntime, error) {
-	rt := &eventsRuntime{hub: cfg.Hub, keepAlive: cfg.KeepAlive, reauth: cfg.Reauth}
+	rt := &eventsRuntime{hub: cfg.Hub, keepAlive: cfg.KeepAlive, reauth: cfg.Reauth, ending: make(chan struct{})}
 	if rt.keepAlive <= 0 {
 		rt.keepAlive = 15 * time.Second
 	}
@@ -68,10 +73,18 @@ func newEventsRuntime(store db.Store, cfg StreamConfig, log *slog.Logger) (*even
 }
 
 func (rt *eventsRuntime) close() {
+	rt.end()
 	if rt.stop != nil {
 		rt.stop()
 	}
 }
+
+func (rt *eventsRuntime) end() { rt.endOnce.Do(func() { close(rt.ending) }) }
+
+// EndStreams ends the event streams and answers the waits in progress (and any that
+// start later) with what they have. Register it with http.Server.RegisterOnShutdown:
+// Shutdown waits for requests to finish, and a stream never would.
+func (s *Server) EndStreams() { s.events.end() }
 
 // writeMetrics prints the open streams and waits.
 func (rt *eventsRuntime) writeMetrics(b *strings.Builder) {

@@ -239,3 +239,17 @@ func TestEventStreamKeepAliveAndMetrics(t *testing.T) {
 		return strings.Contains(string(e.do("GET", "/metrics", "", nil).body), "inboxd_event_streams 0\n")
 	})
 }
+
+// Shutting down ends the streams and answers the waits, so draining does not wait for
+// them.
+func TestEndStreamsEndsStreamsAndAnswersWaits(t *testing.T) {
+	e := streamEnv(t, serverOptions{})
+	in := e.createInbox("desk")
+	s := e.openStream(e.full, "")
+	ch := e.startWait(e.readOnly, waitPath(in, time.Now(), "&timeout=60"))
+	e.eventually("the wait to start", func() bool { return e.waiting(1) })
+	e.api.EndStreams()
+	s.ends()
+	m := answered(t, ch)
+	qt.Assert(t, m["timedOut"], qt.Equals, true)
+}

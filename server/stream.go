@@ -54,6 +54,8 @@ func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub) {
 			}
 		case <-ctx.Done():
 			return
+		case <-s.events.ending:
+			return
 		}
 	}
 }

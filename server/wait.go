@@ -31,6 +31,7 @@ func (s *Server) handleMessagesWait(w http.ResponseWriter, r *http.Request, c *c
 		Since:   since,
 		Count:   c.queryInt("count"),
 		Timeout: timeout,
+		Stop:    s.events.ending,
 	})
 	if err != nil {
 		return err

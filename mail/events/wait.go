@@ -20,6 +20,9 @@ type WaitRequest struct {
 	Since   time.Time
 	Count   int
 	Timeout time.Duration
+	// Stop, when closed, answers the wait at once as at its timeout (the server shuts
+	// down).
+	Stop <-chan struct{}
 }
 
 // WaitResult is a wait's answer: the Count oldest matches, oldest first, or at the
@@ -56,15 +59,22 @@ func (h *Hub) Wait(ctx context.Context, req WaitRequest) (WaitResult, error) {
 				return WaitResult{}, err
 			}
 		case <-deadline.C:
-			if err := w.recheck(ctx, nil); err != nil { // a match may have gone meanwhile
-				return WaitResult{}, err
-			}
-			return WaitResult{Messages: w.answer(), TimedOut: !w.done()}, nil
+			return w.timedOut(ctx)
+		case <-req.Stop:
+			return w.timedOut(ctx)
 		case <-ctx.Done():
 			return WaitResult{}, ctx.Err()
 		}
 	}
 	return WaitResult{Messages: w.answer()}, nil
+}
+
+// timedOut is the answer at the timeout: what matches now (a match may have gone since).
+func (w *waiter) timedOut(ctx context.Context) (WaitResult, error) {
+	if err := w.recheck(ctx, nil); err != nil {
+		return WaitResult{}, err
+	}
+	return WaitResult{Messages: w.answer(), TimedOut: !w.done()}, nil
 }
 
 // waiter is one wait's view of its inbox.
