@@ -131,12 +131,20 @@ func (s *Server) authorize(r *http.Request, c *call) error {
 }
 
 func (s *Server) authenticate(r *http.Request) (*db.Principal, error) {
-	auth := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, db.Errorf(db.ECodeUnauthorized, "missing or invalid API key: send Authorization: Bearer <key>")
+	token, err := bearerToken(r)
+	if err != nil {
+		return nil, err
 	}
-	return s.store.Authenticate(r.Context(), strings.TrimSpace(token))
+	return s.store.Authenticate(r.Context(), token)
+}
+
+// bearerToken returns the key of the Authorization header.
+func bearerToken(r *http.Request) (string, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", db.Errorf(db.ECodeUnauthorized, "missing or invalid API key: send Authorization: Bearer <key>")
+	}
+	return strings.TrimSpace(token), nil
 }
 
 // resolveInbox finds the path's inbox as the caller may see it: a mailbox key reaches only

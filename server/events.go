@@ -24,8 +24,8 @@ type StreamConfig struct {
 	// KeepAlive is how often an idle stream gets a comment line (0: 15 s, the contract's
 	// bound), so that proxies and clients see the connection alive.
 	KeepAlive time.Duration
-	// Reauth is how often a stream checks its key again (0: 5 s): a key revoked or
-	// expired while streaming ends the stream well within the contract's 10 s.
+	// Reauth is how often the keys of open streams are checked again (0: 5 s): a key
+	// revoked or expired while streaming ends its streams well within the contract's 10 s.
 	Reauth time.Duration
 }
 
@@ -41,7 +41,7 @@ type eventsRuntime struct {
 	hub       *events.Hub
 	stop      func() // stops a hub the server runs itself; nil for a shared one
 	keepAlive time.Duration
-	reauth    time.Duration
+	keys      *keyWatch    // re-checks the keys of open streams
 	streams   atomic.Int64 // open streams, for /metrics
 	waits     atomic.Int64 // waits in progress, for /metrics
 	// ending is closed when the HTTP server shuts down (EndStreams): streams end and
@@ -51,18 +51,23 @@ type eventsRuntime struct {
 }
 
 func newEventsRuntime(store db.Store, cfg StreamConfig, log *slog.Logger) (*eventsRuntime, error) {
-	rt := &eventsRuntime{hub: cfg.Hub, keepAlive: cfg.KeepAlive, reauth: cfg.Reauth, ending: make(chan struct{})}
+	rt := &eventsRuntime{hub: cfg.Hub, keepAlive: cfg.KeepAlive, ending: make(chan struct{})}
 	if rt.keepAlive <= 0 {
 		rt.keepAlive = 15 * time.Second
 	}
-	if rt.reauth <= 0 {
-		rt.reauth = 5 * time.Second
+	if cfg.Reauth <= 0 {
+		cfg.Reauth = 5 * time.Second
 	}
+	rt.keys = newKeyWatch(func(ctx context.Context, token string) error {
+		_, err := store.Authenticate(ctx, token)
+		return err
+	}, cfg.Reauth)
 	if rt.hub != nil {
 		return rt, nil
 	}
 	hub, err := events.New(context.Background(), store, events.Options{Log: log})
 	if err != nil {
+		rt.keys.close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,6 +79,7 @@ func newEventsRuntime(store db.Store, cfg StreamConfig, log *slog.Logger) (*even
 
 func (rt *eventsRuntime) close() {
 	rt.end()
+	rt.keys.close()
 	if rt.stop != nil {
 		rt.stop()
 	}
@@ -106,8 +112,14 @@ func (s *Server) handleEventsStream(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
+	token, err := bearerToken(r)
+	if err != nil {
+		return err
+	}
 	sub := s.events.hub.Subscribe(f, after)
 	defer sub.Close()
+	gone, release := s.events.keys.watch(token)
+	defer release()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -122,7 +134,7 @@ func (s *Server) handleEventsStream(w http.ResponseWriter, r *http.Request, c *c
 	rc.SetReadDeadline(time.Time{}) // the server's ReadTimeout would end the request's context
 	st := &stream{w: w, rc: rc}
 	if err := st.flush(); err == nil {
-		s.pump(r, st, sub)
+		s.pump(r, st, sub, gone)
 	}
 	return nil
 }

@@ -217,15 +217,21 @@ func TestEventStreamEndsWhenTheKeyStops(t *testing.T) {
 	e := streamEnv(t, serverOptions{})
 	mine := e.createInbox("mine")
 	replaced := e.openStream(e.mailboxKey("acme", mine), "")
+	still := e.openStream(e.full, "")
 	soon := time.Now().Add(time.Second)
 	token := db.GenerateAccountToken()
 	qt.Assert(t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: "acme", Token: token, Scopes: db.AllScopes(), ExpiresAt: &soon}), qt.IsNil)
 	expiring := e.openStream(token, "")
+	sameKey := e.openStream(token, "?types=email.received") // streams of one key are checked together
 	in, err := e.store.InboxByAddress(context.Background(), "acme", mine)
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, db.CreateKey(context.Background(), e.store, db.NewKey{AccountID: "acme", Token: db.GenerateMailboxToken(in.UUID), InboxAddress: mine, Replace: true}), qt.IsNil)
 	replaced.ends()
 	expiring.ends()
+	sameKey.ends()
+	// The other keys' streams go on.
+	e.mailTo(mine, "<after@far.test>", "after")
+	qt.Assert(t, messageIDOf(e.payload(still.next())), qt.Equals, "<after@far.test>")
 }
 
 func TestEventStreamKeepAliveAndMetrics(t *testing.T) {

@@ -29,15 +29,13 @@ func (st *stream) event(it *events.Item) error {
 	return st.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", it.Seq, it.Type, it.Data))
 }
 
-// pump sends the subscription's events until the client leaves, a write fails, or the
-// key stops working. It sleeps between wakes: the hub's, the keep-alive's, the re-check
-// of the key's.
-func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub) {
+// pump sends the subscription's events until the client leaves, a write fails, the key
+// stops working (keyGone) or the server shuts down. It sleeps between wakes: the hub's
+// and the keep-alive's.
+func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub, keyGone <-chan struct{}) {
 	ctx := r.Context()
 	keep := time.NewTicker(s.events.keepAlive)
 	defer keep.Stop()
-	reauth := time.NewTicker(s.events.reauth)
-	defer reauth.Stop()
 	for {
 		if err := s.drain(r, st, sub); err != nil {
 			return
@@ -48,10 +46,8 @@ func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub) {
 			if st.write(": keep-alive\n\n") != nil || st.flush() != nil {
 				return
 			}
-		case <-reauth.C:
-			if _, err := s.authenticate(r); err != nil {
-				return // revoked, expired, or the account disabled
-			}
+		case <-keyGone:
+			return // revoked, expired, or the account disabled
 		case <-ctx.Done():
 			return
 		case <-s.events.ending:

@@ -58,7 +58,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Item is an event of the log with its payload as the stream carries it (nil for a
-// subscriber that asked for none).
+// subscriber that asked for none). Items are never changed once made: the ring shares them.
 type Item struct {
 	db.Event
 	Data []byte
@@ -133,7 +133,7 @@ func (h *Hub) catchUp(ctx context.Context) error {
 		if err != nil || len(evs) == 0 {
 			return err
 		}
-		items, err := render(ctx, h.store, evs)
+		items, err := h.prepare(ctx, evs)
 		if err != nil {
 			return err
 		}
@@ -142,6 +142,46 @@ func (h *Hub) catchUp(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// prepare renders the payloads of the events that someone streams now; the others stay
+// bare, so mail that nobody streams costs no extra read (a stream that later reads them
+// from the ring renders them itself).
+func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
+	h.mu.Lock()
+	var wanted []int
+	for i := range evs {
+		if h.streamed(evs[i].AccountID) {
+			wanted = append(wanted, i)
+		}
+	}
+	h.mu.Unlock()
+	items := bare(evs)
+	if len(wanted) == 0 {
+		return items, nil
+	}
+	sel := make([]db.Event, len(wanted))
+	for j, i := range wanted {
+		sel[j] = evs[i]
+	}
+	rendered, err := render(ctx, h.store, sel)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range wanted {
+		items[i] = rendered[j]
+	}
+	return items, nil
+}
+
+// streamed reports whether a subscriber of the account wants payloads. Call with h.mu.
+func (h *Hub) streamed(account string) bool {
+	for s := range h.subs[account] {
+		if s.payloads {
+			return true
+		}
+	}
+	return false
 }
 
 // publish appends items to the ring and wakes the subscribers they concern.

@@ -172,3 +172,30 @@ func TestWait(t *testing.T) {
 	f.Assert(res.TimedOut, qt.IsTrue)
 	f.Assert(res.Messages, qt.HasLen, 4)
 }
+
+func TestHubRendersForLateReadersWhatNobodyStreamed(t *testing.T) {
+	f := newFixture(t, events.Options{})
+	start := f.hub.Last()
+	waiter := make(chan error, 1)
+	go func() { // a wait subscribes without payloads: the hub need not render for it
+		_, err := f.hub.Wait(f.ctx, events.WaitRequest{Inbox: f.acme, Since: time.Now(), Count: 2, Timeout: time.Minute})
+		waiter <- err
+	}()
+	f.receive(f.acme, "one")
+	f.receive(f.acme, "two")
+	f.Assert(<-waiter, qt.IsNil)
+	for f.hub.Last() == start {
+		time.Sleep(time.Millisecond)
+	}
+	late := f.hub.Subscribe(db.EventFilter{AccountID: "acme"}, start)
+	defer late.Close()
+	var subjects []string
+	for len(subjects) < 2 {
+		for _, it := range f.next(late) {
+			var p map[string]any
+			f.Assert(json.Unmarshal(it.Data, &p), qt.IsNil)
+			subjects = append(subjects, p["message"].(map[string]any)["subject"].(string))
+		}
+	}
+	f.Assert(subjects, qt.DeepEquals, []string{"one", "two"})
+}

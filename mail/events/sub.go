@@ -65,11 +65,43 @@ func (s *Sub) Cursor() int64 { return s.cursor }
 // otherwise from the store, until the cursor reaches the ring.
 func (s *Sub) Next(ctx context.Context, max int) ([]*Item, error) {
 	items, through, ok := s.h.fromRing(s.cursor, s.filter, max)
-	if ok {
-		s.cursor = through
+	if !ok {
+		return s.fromStore(ctx, max)
+	}
+	if s.payloads {
+		var err error
+		if items, err = s.completed(ctx, items); err != nil {
+			return nil, err
+		}
+	}
+	s.cursor = through
+	return items, nil
+}
+
+// completed renders the payloads the hub left out (nobody streamed the account when it
+// read them), into items of the subscriber's own: the ring's are shared.
+func (s *Sub) completed(ctx context.Context, items []*Item) ([]*Item, error) {
+	var missing []db.Event
+	for _, it := range items {
+		if it.Data == nil {
+			missing = append(missing, it.Event)
+		}
+	}
+	if len(missing) == 0 {
 		return items, nil
 	}
-	return s.fromStore(ctx, max)
+	rendered, err := render(ctx, s.h.store, missing)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Item, len(items))
+	for i, it := range items {
+		if it.Data == nil {
+			it, rendered = rendered[0], rendered[1:]
+		}
+		out[i] = it
+	}
+	return out, nil
 }
 
 // fromStore reads past the ring's floor from the store. Every event at or below the
