@@ -130,9 +130,9 @@ func (s *Server) handleEventsStream(w http.ResponseWriter, r *http.Request, c *c
 	}
 	s.events.streams.Add(1)
 	defer s.events.streams.Add(-1)
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{}) // the server's ReadTimeout would end the request's context
-	st := &stream{w: w, rc: rc}
+	// The server's WriteTimeout would cut the stream: each write sets its own deadline
+	// instead (stream.write). Its ReadTimeout does not matter once the request is read.
+	st := &stream{w: w, rc: http.NewResponseController(w)}
 	if err := st.flush(); err == nil {
 		s.pump(r, st, sub, gone)
 	}

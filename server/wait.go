@@ -44,11 +44,10 @@ func (s *Server) handleMessagesWait(w http.ResponseWriter, r *http.Request, c *c
 const maxWait = 60 * time.Second
 
 // longRequest lets a request that legitimately takes up to d (a wait, or an MCP call
-// that may be one) outlive the server's ReadTimeout, which would end its context, and
-// its WriteTimeout, which would cut its answer. Behind an in-process writer (MCP tool
-// calls) there is no connection, and nothing to do.
+// that may be one) outlive the server's WriteTimeout, which would cut its answer. (Its
+// ReadTimeout does not matter once the request is read: net/http clears the read
+// deadline then.) Behind an in-process writer (MCP tool calls) there is no connection,
+// and nothing to do.
 func longRequest(w http.ResponseWriter, d time.Duration) {
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
-	rc.SetWriteDeadline(time.Now().Add(d + streamWriteWait))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d + streamWriteWait))
 }
