@@ -39,21 +39,7 @@ func TestLogsAreJSONAndKeepSecrets(t *testing.T) {
 			"--dns", "off", "--seed", writeFixture(t, dir), "--log-format", "json", "--admin-password", password,
 			"--metrics-token", "metrics-secret-token"}, stdout, stderr)
 	}()
-	var base, smtpAddr string
-	deadline := time.Now().Add(20 * time.Second)
-	for smtpAddr == "" {
-		stdout.mu.Lock()
-		out := stdout.w.(*bytes.Buffer).String()
-		stdout.mu.Unlock()
-		if m := apiRE.FindStringSubmatch(out); m != nil {
-			base = "http://" + m[1]
-		}
-		if m := smtpRE.FindStringSubmatch(out); m != nil {
-			smtpAddr = m[1]
-		}
-		c.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("no start: %s", out))
-		time.Sleep(10 * time.Millisecond)
-	}
+	base, smtpAddr := waitForListeners(c, stdout)
 
 	requests := 0
 	do := func(method, path, key string, body any) int {
