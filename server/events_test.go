@@ -259,3 +259,24 @@ func TestEndStreamsEndsStreamsAndAnswersWaits(t *testing.T) {
 	m := answered(t, ch)
 	qt.Assert(t, m["timedOut"], qt.Equals, true)
 }
+
+// Each scope alone: only messages:read streams and waits.
+func TestStreamAndWaitNeedMessagesRead(t *testing.T) {
+	e := streamEnv(t, serverOptions{})
+	in := e.createInbox("desk")
+	wait := waitPath(in, time.Now(), "&timeout=1")
+	for _, scope := range db.AllScopes() {
+		key := e.newKey("acme", scope)
+		if scope != db.ScopeMessagesRead {
+			e.fails(403, "forbidden", "GET", "/v1/events", key, nil)
+			e.fails(403, "forbidden", "GET", wait, key, nil)
+			continue
+		}
+		e.openStream(key, "").close()
+		e.ok("waitForMessages", "GET", wait, key, nil)
+	}
+	for _, key := range []string{"", db.GenerateAccountToken()} {
+		e.fails(401, "unauthorized", "GET", "/v1/events", key, nil)
+		e.fails(401, "unauthorized", "GET", wait, key, nil)
+	}
+}
