@@ -142,6 +142,7 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 	}
 	if op.EventStream {
 		o["responses"].(map[string]any)["200"] = eventStreamResponse(response)
+		o["parameters"] = append(params, lastEventIDHeader())
 	}
 	if op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT" {
 		o["requestBody"] = map[string]any{

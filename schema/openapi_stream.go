@@ -14,3 +14,16 @@ func eventStreamResponse(data map[string]any) map[string]any {
 		}},
 	}
 }
+
+// lastEventIDHeader is the header EventSource sends when it reconnects: the stream
+// resumes after that event (and it wins over the lastEventId query parameter, which a
+// reconnect repeats).
+func lastEventIDHeader() map[string]any {
+	return map[string]any{
+		"name":        "Last-Event-ID",
+		"in":          "header",
+		"required":    false,
+		"description": "Resume after this event id; sent by EventSource on reconnect. Wins over lastEventId.",
+		"schema":      map[string]any{"type": "string", "pattern": "^[0-9]{1,18}$"},
+	}
+}

@@ -76,6 +76,8 @@ func TestOpenAPIOperations(t *testing.T) {
 					pathNames = append(pathNames, p["name"].(string))
 				case "query":
 					queryNames = append(queryNames, p["name"].(string))
+				case "header":
+					c.Check(op.EventStream && p["name"] == "Last-Event-ID", qt.IsTrue, qt.Commentf("header %v", p["name"]))
 				default:
 					c.Errorf("parameter %v in %v", p["name"], p["in"])
 				}
