@@ -28,7 +28,7 @@ type StdioConfig struct {
 
 // ServeMCPStdio serves the same tools as POST /mcp over stdio (newline-delimited JSON-RPC
 // on in and out) for desktop MCP clients, proxying every call to the server at BaseURL
-// with the configured key. It lists all 17 tools and leaves out-of-scope calls to the API
+// with the configured key. It lists every tool and leaves out-of-scope calls to the API
 // to refuse. It returns when in is closed or ctx is done.
 func ServeMCPStdio(ctx context.Context, cfg StdioConfig, in io.Reader, out io.Writer) error {
 	base := strings.TrimRight(cfg.BaseURL, "/")

@@ -21,7 +21,7 @@ import (
 )
 
 // The MCP tools are the 17 operations of the /v1 API under their snake_case names
-// (API-NOTES section 13). A tool call is not a second implementation: it becomes the
+// (API-NOTES section 13), and the extensions that are tools (wait_for_message). A tool call is not a second implementation: it becomes the
 // equivalent REST request (method, percent-encoded path, query string or JSON body, the
 // caller's Authorization header), which is served by the REST handler itself, in-process
 // for the hosted server at POST /mcp and over HTTP for `inboxd mcp` on stdio. Validation,
