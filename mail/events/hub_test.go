@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +28,14 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, opts events.Options) *fixture {
+	return newFixtureAt(t, opts, nil)
+}
+
+// newFixtureAt is newFixture with the store reading time from now (nil: the clock).
+func newFixtureAt(t *testing.T, opts events.Options, now func() time.Time) *fixture {
 	c := qt.New(t)
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "inboxd.db"), sqlite.Options{Now: now})
 	c.Assert(err, qt.IsNil)
 	t.Cleanup(func() { store.Close() })
 	f := &fixture{C: c, ctx: ctx, store: store}
@@ -198,4 +204,25 @@ func TestHubRendersForLateReadersWhatNobodyStreamed(t *testing.T) {
 		}
 	}
 	f.Assert(subjects, qt.DeepEquals, []string{"one", "two"})
+}
+
+func TestHubTrimsRetentionByTheStoresClock(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	f := newFixtureAt(t, events.Options{TrimEvery: 10 * time.Millisecond}, clock)
+	f.receive(f.acme, "old")
+	mu.Lock()
+	now = now.Add(db.EventRetention + time.Hour)
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, expired, err := f.store.EventBounds(f.ctx)
+		f.Assert(err, qt.IsNil)
+		if expired > 0 {
+			break
+		}
+		f.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("not trimmed"))
+		time.Sleep(10 * time.Millisecond)
+	}
 }
