@@ -148,14 +148,7 @@ func (h *Hub) catchUp(ctx context.Context) error {
 // bare, so mail that nobody streams costs no extra read (a stream that later reads them
 // from the ring renders them itself).
 func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
-	h.mu.Lock()
-	var wanted []int
-	for i := range evs {
-		if h.streamed(evs[i].AccountID) {
-			wanted = append(wanted, i)
-		}
-	}
-	h.mu.Unlock()
+	wanted := h.wanted(evs)
 	items := bare(evs)
 	if len(wanted) == 0 {
 		return items, nil
@@ -172,6 +165,26 @@ func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
 		items[i] = rendered[j]
 	}
 	return items, nil
+}
+
+// wanted returns the indexes of the events whose account someone streams.
+func (h *Hub) wanted(evs []db.Event) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int
+	streamed := map[string]bool{} // by account, looked up once a page
+	for i := range evs {
+		a := evs[i].AccountID
+		yes, ok := streamed[a]
+		if !ok {
+			yes = h.streamed(a)
+			streamed[a] = yes
+		}
+		if yes {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // streamed reports whether a subscriber of the account wants payloads. Call with h.mu.

@@ -11,8 +11,9 @@ import (
 type Sub struct {
 	h      *Hub
 	filter db.EventFilter
-	// payloads: events read from the store are rendered (a stream); a wait needs only
-	// which messages changed.
+	// payloads: the subscriber reads events with their payloads (a stream); a wait needs
+	// only which messages changed. The hub renders payloads for an account only while
+	// such a subscriber follows it.
 	payloads bool
 	wake     chan struct{} // 1-buffered: a wake while one is pending is the same wake
 	cursor   int64
