@@ -33,6 +33,9 @@ func (s *Server) handleMessagesWait(w http.ResponseWriter, r *http.Request, c *c
 		Timeout: timeout,
 		Stop:    s.events.ending,
 	})
+	if err != nil && r.Context().Err() != nil {
+		return nil // the client left: nobody to answer, and no server error
+	}
 	if err != nil {
 		return err
 	}

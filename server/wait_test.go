@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"context"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -177,4 +179,27 @@ func TestWaitForMessageTool(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the tool did not answer")
 	}
+}
+
+// A client that leaves a wait is no server error.
+func TestWaitLeftByItsClient(t *testing.T) {
+	e := newEnv(t)
+	in := e.createInbox("desk")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+waitPath(in, time.Now(), "&timeout=60"), nil)
+	qt.Assert(t, err, qt.IsNil)
+	req.Header.Set("Authorization", "Bearer "+e.readOnly)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	e.eventually("the wait to start", func() bool { return e.waiting(1) })
+	cancel()
+	<-done
+	e.eventually("the wait to end", func() bool { return e.waiting(0) })
+	metrics := string(e.do("GET", "/metrics", "", nil).body)
+	qt.Assert(t, metrics, qt.Not(qt.Contains), `op="waitForMessages",status="500"`)
 }
