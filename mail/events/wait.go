@@ -49,7 +49,7 @@ func (h *Hub) Wait(ctx context.Context, req WaitRequest) (WaitResult, error) {
 	sub := h.subscribe(db.EventFilter{AccountID: req.Inbox.AccountID, Inboxes: []int64{req.Inbox.ID}}, -1, false)
 	defer sub.Close()
 	w := newWaiter(h.store, req)
-	if err := w.scan(ctx); err != nil {
+	if err := w.scan(ctx, time.Now().Add(req.Timeout)); err != nil {
 		return WaitResult{}, err
 	}
 	for !w.done() {
@@ -97,8 +97,10 @@ func newWaiter(store Store, req WaitRequest) *waiter {
 
 func (w *waiter) done() bool { return len(w.matched) >= w.req.Count }
 
-// scan is the first look: the candidates from Since on, oldest first, until Count match.
-func (w *waiter) scan(ctx context.Context) error {
+// scan is the first look: the candidates from Since on, oldest first, until Count match
+// or, in an inbox large enough to take that long, until the wait's timeout (which then
+// answers with what matched so far).
+func (w *waiter) scan(ctx context.Context, until time.Time) error {
 	q := db.SinceQuery{Since: w.req.Since, Limit: scanPage}
 	if w.query == nil {
 		q.Limit = w.req.Count // every candidate matches
@@ -111,7 +113,7 @@ func (w *waiter) scan(ctx context.Context) error {
 		if err := w.add(ctx, page); err != nil {
 			return err
 		}
-		if w.done() || len(page) < q.Limit {
+		if w.done() || len(page) < q.Limit || !time.Now().Before(until) {
 			return nil
 		}
 		last := db.KeyOf(&page[len(page)-1])
