@@ -183,8 +183,9 @@ func TestHubRendersForLateReadersWhatNobodyStreamed(t *testing.T) {
 	f := newFixture(t, events.Options{})
 	start := f.hub.Last()
 	waiter := make(chan error, 1)
+	since := time.Now().Add(-time.Second)
 	go func() { // a wait subscribes without payloads: the hub need not render for it
-		_, err := f.hub.Wait(f.ctx, events.WaitRequest{Inbox: f.acme, Since: time.Now(), Count: 2, Timeout: time.Minute})
+		_, err := f.hub.Wait(f.ctx, events.WaitRequest{Inbox: f.acme, Since: since, Count: 2, Timeout: time.Minute})
 		waiter <- err
 	}()
 	f.receive(f.acme, "one")
