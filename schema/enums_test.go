@@ -84,18 +84,18 @@ func TestSchemaEnumsSpellTheConstantsOfGo(t *testing.T) {
 
 // The plan catalog has its home in db; getUsage's response schema names its plans.
 func TestSchemaPlanCatalogIsTheCatalogOfGo(t *testing.T) {
-	raw, err := files.ReadFile("json/ops/getUsage.json")
+	raw, err := files.ReadFile("json/defs.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	decodeAt(t, raw, &got, "response", "properties", "plans", "items", "properties", "planId", "enum")
+	decodeAt(t, raw, &got, "usage", "properties", "plans", "items", "properties", "planId", "enum")
 	var want []string
 	for _, p := range db.Plans() {
 		want = append(want, p.PlanID)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("getUsage.json plans planId enum is %q; db's catalog has %q", got, want)
+		t.Errorf("defs.json usage plans planId enum is %q; db's catalog has %q", got, want)
 	}
 }
 

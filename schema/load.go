@@ -29,11 +29,15 @@ type contract struct {
 	query    map[string]any // GET only: an object schema, one property per query parameter
 	body     map[string]any // non-GET only: an object schema of the JSON body
 	response map[string]any // the 200 response body
+	// rawBody and rawResponse are the body and response schemas as written, $refs to
+	// defs.json kept: the OpenAPI document names them as components (openapi_names.go).
+	rawBody, rawResponse any
 }
 
 // sources is everything load reads from json/.
 type sources struct {
 	defs      map[string]any            // defs.json, each entry already inlined
+	rawDefs   map[string]any            // defs.json as written
 	path      map[string]map[string]any // path parameter name -> string schema
 	contracts map[string]*contract      // by operation ID
 }
@@ -52,7 +56,7 @@ func load() (*sources, error) {
 		return nil, err
 	}
 	in := &inliner{raw: rawDefs, done: map[string]any{}}
-	src := &sources{defs: map[string]any{}, path: map[string]map[string]any{}, contracts: map[string]*contract{}}
+	src := &sources{defs: map[string]any{}, rawDefs: rawDefs, path: map[string]map[string]any{}, contracts: map[string]*contract{}}
 	for name := range rawDefs {
 		if strings.HasPrefix(name, "$") {
 			continue
@@ -131,9 +135,9 @@ func loadContract(in *inliner, op Operation) (*contract, error) {
 			if op.Method == "GET" {
 				return nil, fmt.Errorf("schema: %s: a GET operation takes no body", where)
 			}
-			c.body = s
+			c.body, c.rawBody = s, v
 		case "response":
-			c.response = s
+			c.response, c.rawResponse = s, v
 		default:
 			return nil, fmt.Errorf("schema: %s: unknown key (want query, body or response)", where)
 		}
@@ -145,7 +149,7 @@ func loadContract(in *inliner, op Operation) (*contract, error) {
 		c.query = emptyObject()
 	}
 	if op.Method != "GET" && c.body == nil {
-		c.body = emptyObject()
+		c.body, c.rawBody = emptyObject(), emptyObject()
 	}
 	// Inputs are strict (API-NOTES section 3): an unknown field or parameter is an error.
 	for what, s := range map[string]map[string]any{"query": c.query, "body": c.body} {

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -29,8 +30,10 @@ var pathParamDescriptions = map[string]string{
 }
 
 // OpenAPI returns the OpenAPI 3.1.0 document served at GET /openapi.json (API-NOTES section
-// 15), built from the same schema maps that Query, Body, Path and Response validate with.
-// Schemas are inlined: there are no components.schemas.
+// 15), built from the same schema files that Query, Body, Path and Response validate with.
+// Unlike the hosted service's, whose schemas are all inlined, it names them in
+// components.schemas and lists each operation's error answers (openapi_names.go), so that
+// generated clients get named types; what it accepts and answers is the same.
 func (v *Validator) OpenAPI(baseURL string) ([]byte, error) {
 	v.openAPIMu.Lock()
 	defer v.openAPIMu.Unlock()
@@ -46,13 +49,14 @@ func (v *Validator) OpenAPI(baseURL string) ([]byte, error) {
 
 func (v *Validator) buildOpenAPI(baseURL string) ([]byte, error) {
 	paths := map[string]any{}
+	n := &namer{defs: v.src.rawDefs, used: map[string]bool{"error": true}}
 	for _, op := range Operations() {
 		item, _ := paths[op.Path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
 			paths[op.Path] = item
 		}
-		item[strings.ToLower(op.Method)] = v.openAPIOperation(v.src.contracts[op.ID])
+		item[strings.ToLower(op.Method)] = v.openAPIOperation(v.src.contracts[op.ID], n)
 	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
@@ -60,10 +64,13 @@ func (v *Validator) buildOpenAPI(baseURL string) ([]byte, error) {
 			"title":       "inboxd",
 			"version":     "1.0.0",
 			"description": apiDescription,
+			"license":     map[string]any{"name": "MIT", "identifier": "MIT"},
 		},
 		"servers": []any{map[string]any{"url": baseURL}},
 		"paths":   paths,
 		"components": map[string]any{
+			"schemas":   n.components(),
+			"responses": errorComponents(),
 			"securitySchemes": map[string]any{
 				"bearerAuth": map[string]any{
 					"type":        "http",
@@ -82,7 +89,7 @@ func (v *Validator) buildOpenAPI(baseURL string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func (v *Validator) openAPIOperation(c *contract) map[string]any {
+func (v *Validator) openAPIOperation(c *contract, n *namer) map[string]any {
 	op := c.op
 	params := []any{}
 	for _, name := range op.PathParams {
@@ -111,10 +118,22 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 		}
 	}
 
-	response := c.response
+	response := n.name(c.rawResponse).(map[string]any)
 	if response["type"] != "null" { // the label operations answer a bare null
-		response = shallowCopy(response)
 		response["$schema"] = draft202012
+	}
+	responses := map[string]any{
+		"200": map[string]any{
+			"description": "Success.",
+			"content":     map[string]any{"application/json": map[string]any{"schema": response}},
+		},
+		"default": map[string]any{
+			"description": "An error: {error: {code, message, transient}}.",
+			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": componentRef + "Error"}}},
+		},
+	}
+	for _, status := range operationErrors(op) {
+		responses[strconv.Itoa(status)] = map[string]any{"$ref": "#/components/responses/" + errorResponseName(status)}
 	}
 	o := map[string]any{
 		"operationId":      op.ID,
@@ -122,16 +141,7 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 		"security":         []any{map[string]any{"bearerAuth": []any{}}},
 		"x-required-scope": op.Scope,
 		"parameters":       params,
-		"responses": map[string]any{
-			"200": map[string]any{
-				"description": "Success.",
-				"content":     map[string]any{"application/json": map[string]any{"schema": response}},
-			},
-			"default": map[string]any{
-				"description": "An error: {error: {code, message, transient}}.",
-				"content":     map[string]any{"application/json": map[string]any{"schema": v.src.defs["error"]}},
-			},
-		},
+		"responses":        responses,
 	}
 	if op.Extension {
 		o["tags"], o["x-inboxd-extension"] = []any{"inboxd"}, true
@@ -145,11 +155,15 @@ func (v *Validator) openAPIOperation(c *contract) map[string]any {
 		o["parameters"] = append(params, lastEventIDHeader())
 	}
 	if op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT" {
+		content := map[string]any{"application/json": map[string]any{"schema": n.name(c.rawBody)}}
+		if op.RawBody != "" { // injectMessage: raw MIME as well
+			content[op.RawBody] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
 		o["requestBody"] = map[string]any{
 			// Required only when some field is: finishInboxSetup and the label
 			// operations accept an empty body.
 			"required": len(stringList(c.body["required"])) > 0,
-			"content":  map[string]any{"application/json": map[string]any{"schema": c.body}},
+			"content":  content,
 		}
 	}
 	return o

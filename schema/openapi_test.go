@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,6 +19,18 @@ func openAPIDoc(t *testing.T) map[string]any {
 	return doc
 }
 
+// deref follows a schema's $ref into the document's components.schemas.
+func deref(doc map[string]any, schema any) map[string]any {
+	s := schema.(map[string]any)
+	for {
+		ref, ok := s["$ref"].(string)
+		if !ok {
+			return s
+		}
+		s = doc["components"].(map[string]any)["schemas"].(map[string]any)[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+	}
+}
+
 func TestOpenAPITopLevel(t *testing.T) {
 	c := qt.New(t)
 	doc := openAPIDoc(t)
@@ -28,8 +41,14 @@ func TestOpenAPITopLevel(t *testing.T) {
 	c.Check(info["description"], qt.Contains, "idempotencyKey")
 	c.Check(info["description"], qt.Contains, "sizes and recipients")
 	c.Check(doc["servers"], qt.DeepEquals, []any{map[string]any{"url": "https://mail.example.com"}})
+	c.Check(info["license"], qt.DeepEquals, map[string]any{"name": "MIT", "identifier": "MIT"})
 	comps := doc["components"].(map[string]any)
-	c.Check(comps["schemas"], qt.IsNil) // schemas are inlined
+	schemas := comps["schemas"].(map[string]any)
+	for _, name := range []string{"Inbox", "Message", "Thread", "Triage", "Protection", "Delivery", "AttachmentSummary", "Usage", "Error", "SendResult", "Webhook"} {
+		c.Check(schemas[name], qt.Not(qt.IsNil), qt.Commentf("components.schemas lacks %s", name))
+	}
+	c.Check(schemas["Uuid"], qt.IsNil) // scalars are written out where they are used
+	c.Check(comps["responses"].(map[string]any)["Error404"], qt.Not(qt.IsNil))
 	bearer := comps["securitySchemes"].(map[string]any)["bearerAuth"].(map[string]any)
 	c.Check(bearer["type"], qt.Equals, "http")
 	c.Check(bearer["scheme"], qt.Equals, "bearer")
@@ -89,16 +108,22 @@ func TestOpenAPIOperations(t *testing.T) {
 
 			// requestBody only for POST and PATCH.
 			rb, hasBody := o["requestBody"].(map[string]any)
-			c.Check(hasBody, qt.Equals, op.Method == "POST" || op.Method == "PATCH")
+			c.Check(hasBody, qt.Equals, op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT")
 			if hasBody {
-				schema := rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+				schema := deref(doc, rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"])
 				c.Check(schema["type"], qt.Equals, "object")
 				c.Check(schema["additionalProperties"], qt.Equals, false)
 			}
 
-			// responses: 200 and default (the error schema).
+			// responses: 200, default (the error schema) and each error status the
+			// operation answers, which every operation has a few of.
 			responses := o["responses"].(map[string]any)
-			c.Check(responses, qt.HasLen, 2)
+			for _, status := range []string{"400", "422", "500", "503"} {
+				c.Check(responses[status], qt.DeepEquals, map[string]any{"$ref": "#/components/responses/Error" + status})
+			}
+			if !op.Control {
+				c.Check(responses["401"], qt.Not(qt.IsNil))
+			}
 			content := responses["200"].(map[string]any)["content"].(map[string]any)
 			if op.EventStream {
 				c.Check(content["text/event-stream"].(map[string]any)["schema"], qt.DeepEquals, map[string]any{"type": "string"})
@@ -113,7 +138,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			} else {
 				c.Check(ok["$schema"], qt.Equals, "https://json-schema.org/draft/2020-12/schema")
 			}
-			errSchema := responses["default"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+			errSchema := deref(doc, responses["default"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"])
 			c.Check(errSchema["required"], qt.DeepEquals, []any{"error"})
 			inner := errSchema["properties"].(map[string]any)["error"].(map[string]any)
 			c.Check(inner["required"], qt.DeepEquals, []any{"code", "message", "transient"})
@@ -185,22 +210,39 @@ func TestOpenAPIDetails(t *testing.T) {
 	c.Check(setup, qt.DeepEquals, map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{}})
 
 	// Triage and protection times: format date-time plus a pattern.
-	msg := op("/v1/inboxes/{inboxId}/messages/{messageId}", "get")["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+	msg := deref(doc, op("/v1/inboxes/{inboxId}/messages/{messageId}", "get")["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"])
 	props := msg["properties"].(map[string]any)
-	branches := props["triage"].(map[string]any)["oneOf"].([]any)
+	branches := deref(doc, props["triage"])["oneOf"].([]any)
 	c.Assert(branches, qt.HasLen, 3)
 	analyzedAt := branches[2].(map[string]any)["properties"].(map[string]any)["analyzedAt"].(map[string]any)
 	c.Check(analyzedAt["format"], qt.Equals, "date-time")
 	c.Check(analyzedAt["pattern"], qt.Matches, `.*Z\$`)
-	scannedAt := props["protection"].(map[string]any)["properties"].(map[string]any)["scannedAt"].(map[string]any)
+	scannedAt := deref(doc, props["protection"])["properties"].(map[string]any)["scannedAt"].(map[string]any)
 	c.Check(scannedAt["format"], qt.Equals, "date-time")
 	c.Check(scannedAt["pattern"], qt.Not(qt.IsNil))
 }
 
+// Every reference of the document points into it (no defs.json file left), and every
+// named schema and response is used.
 func TestOpenAPIIsSelfContained(t *testing.T) {
 	b, err := validator(t).OpenAPI("http://localhost:8080")
 	qt.Assert(t, err, qt.IsNil)
-	qt.Check(t, bytes.Contains(b, []byte(`"$ref"`)), qt.IsFalse)
+	var doc map[string]any
+	qt.Assert(t, json.Unmarshal(b, &doc), qt.IsNil)
+	comps := doc["components"].(map[string]any)
+	used := map[string]bool{}
+	for _, ref := range regexp.MustCompile(`"\$ref":"([^"]*)"`).FindAllSubmatch(b, -1) {
+		name := string(ref[1])
+		used[name] = true
+		kind, item, ok := strings.Cut(strings.TrimPrefix(name, "#/components/"), "/")
+		qt.Assert(t, ok && strings.HasPrefix(name, "#/components/"), qt.IsTrue, qt.Commentf("%s", name))
+		qt.Check(t, comps[kind].(map[string]any)[item], qt.Not(qt.IsNil), qt.Commentf("%s", name))
+	}
+	for _, kind := range []string{"schemas", "responses"} {
+		for item := range comps[kind].(map[string]any) {
+			qt.Check(t, used["#/components/"+kind+"/"+item], qt.IsTrue, qt.Commentf("%s/%s is not used", kind, item))
+		}
+	}
 	qt.Check(t, bytes.Contains(b, []byte(`"$comment"`)), qt.IsFalse)
 	qt.Check(t, bytes.Contains(b, []byte(`\u0026`)), qt.IsFalse, qt.Commentf("patterns should stay readable"))
 }
