@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -247,7 +248,14 @@ func (e *Event) Payload(m *Message) ([]byte, error) {
 	if e.Type == EventBounced {
 		p.Recipients = nonNil(e.Recipients)
 	}
-	return json.Marshal(p)
+	// As the API writes JSON: a Message-ID keeps its <brackets> readable.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func withText(m *Message) eventMessage {

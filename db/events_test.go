@@ -25,6 +25,9 @@ func TestEventPayloads(t *testing.T) {
 		Labels: []string{LabelReceived}, BodyText: "hello", BodyHTML: "<p>hello</p>", Preview: "hello"}
 
 	ev.Type = EventReceived
+	raw, err := ev.Payload(m)
+	c.Assert(err, qt.IsNil)
+	c.Assert(string(raw), qt.Contains, `"messageId":"<a@far.test>"`) // as the API writes it
 	p := payloadOf(c, ev, m)
 	c.Assert(p["type"], qt.Equals, EventReceived)
 	c.Assert(p["eventId"], qt.Equals, "e1")

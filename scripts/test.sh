@@ -117,6 +117,15 @@ else
   echo "skipped: node and npm are not installed (CI=true makes this a failure)"
 fi
 
+stage "examples: the Go and Node tests of examples/ against a running inboxd"
+if command -v node >/dev/null 2>&1; then
+  examples/run.sh
+elif [ "${CI:-}" = "true" ]; then
+  echo "node is needed for examples/; CI must run it"; exit 1
+else
+  echo "skipped: node is not installed (CI=true makes this a failure)"
+fi
+
 stage "whole-server benchmark smoke test (scripts/bench.sh --quick: every operation answers; no targets)"
 scripts/bench.sh --quick
 

@@ -16,18 +16,22 @@ import (
 	"time"
 )
 
-const inbox = "billing@example.test" // an inbox of examples/fixture.json
+// Two inboxes of examples/fixture.json.
+const (
+	inbox = "billing@example.test"
+	team  = "team@example.test"
+)
 
 func TestSentMailArrives(t *testing.T) {
 	api := newClient(t)
 	since := time.Now().UTC().Format(time.RFC3339Nano)
 	subject := fmt.Sprintf("Invoice question %d", time.Now().UnixNano())
 
-	// Send from the inbox to itself: inboxd delivers it locally, as the hosted service
+	// Send from one inbox to the other: inboxd delivers it locally, as the hosted service
 	// does for its own addresses.
 	var sent struct{ MessageID, ThreadID string }
 	api.call(t, "POST", "/v1/inboxes/"+url.PathEscape(inbox)+"/messages/send", map[string]any{
-		"to": []string{inbox}, "subject": subject, "text": "When is invoice 2026-118 due?",
+		"to": []string{team}, "subject": subject, "text": "When is invoice 2026-118 due?",
 		"idempotencyKey": "example-" + subject,
 	}, &sent)
 
@@ -37,7 +41,7 @@ func TestSentMailArrives(t *testing.T) {
 		TimedOut bool
 	}
 	q := url.Values{"since": {since}, "query": {`subject:"` + subject + `"`}, "timeout": {"10"}}
-	api.call(t, "GET", "/v1/inboxes/"+url.PathEscape(inbox)+"/messages/wait?"+q.Encode(), nil, &got)
+	api.call(t, "GET", "/v1/inboxes/"+url.PathEscape(team)+"/messages/wait?"+q.Encode(), nil, &got)
 	if got.TimedOut || len(got.Messages) != 1 {
 		t.Fatalf("the message did not arrive: %+v", got)
 	}

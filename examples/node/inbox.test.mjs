@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 
 const base = process.env.INBOXD_URL;
 const key = process.env.INBOXD_KEY;
-const inbox = 'team@example.test'; // an inbox of examples/fixture.json
+const inbox = 'team@example.test'; // two inboxes of examples/fixture.json
+const other = 'billing@example.test';
 
 async function api(method, path, body) {
   const res = await fetch(base + path, {
@@ -24,7 +25,8 @@ test('a sent message arrives, and the reply threads with it', async () => {
   const since = new Date().toISOString();
   const subject = `Lunch on Friday ${Date.now()}`;
 
-  const sent = await api('POST', `${path}/send`, {
+  // From the other inbox to this one: inboxd delivers it locally.
+  const sent = await api('POST', `/v1/inboxes/${encodeURIComponent(other)}/messages/send`, {
     to: [inbox], subject, text: 'Are you in?', idempotencyKey: `node-${subject}`,
   });
   assert.equal(sent.status, 200, JSON.stringify(sent.body));
