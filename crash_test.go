@@ -458,7 +458,9 @@ func crashFixture(inboxes ...string) string {
 // TestCrashLoopSMTPIngest kills the server while several SMTP clients deliver, some
 // messages to two inboxes at once. A client whose message got no 250 sends it again
 // after the restart, as an MTA does. Every acknowledged message is stored once in each of
-// its inboxes; a message that was in flight is in all of its inboxes or in none.
+// its inboxes; a message that was in flight is in all of its inboxes or in none. Each
+// stored copy has exactly one email.received event in the log, and a webhook registered
+// at the first start receives each at least once (crash_events_test.go).
 func TestCrashLoopSMTPIngest(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, crashFixture(`{"address": "sink@{domain}"}`, `{"address": "agent@{domain}"}`))
@@ -483,8 +485,13 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 			"\r\nMessage-ID: " + m.id + "\r\n\r\ncrashingest\r\n" + strings.Repeat("A line of text to give the message a realistic size.\r\n", 40)
 		return m, true
 	}}
+	hook, registered := newHookSink(t), false
 	// atomic checks that each message in flight at the kill is in every inbox or in none.
 	atomic := func(p *proc) {
+		if !registered {
+			hook.register(r, p)
+			registered = true
+		}
 		for _, m := range q.pending {
 			if len(m.rcpts) < 2 {
 				continue
@@ -544,6 +551,20 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 		qt.Check(t, r.search(p, inbox, "crashingest"), qt.DeepEquals, stored, qt.Commentf("search in %s", inbox))
 	}
 	r.checkIndex(p)
+	copies := map[[2]string]bool{}
+	for id, m := range acked {
+		for _, rc := range m.rcpts {
+			copies[[2]string{rc, id}] = true
+		}
+	}
+	events := r.replayReceived(p, len(copies))
+	for k := range copies {
+		if events[k] != 1 {
+			t.Errorf("%v has %d email.received events", k, events[k])
+		}
+	}
+	qt.Check(t, len(events), qt.Equals, len(copies), qt.Commentf("events of messages nobody sent"))
+	hook.waitFor(t, copies)
 	t.Logf("%d messages acknowledged", len(acked))
 	r.stop(p)
 }
