@@ -117,6 +117,15 @@ else
   echo "skipped: node and npm are not installed (CI=true makes this a failure)"
 fi
 
+stage "OpenAPI: Redocly's lint, and a TypeScript client generated from /openapi.json calling inboxd"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  scripts/openapi-check/run.sh
+elif [ "${CI:-}" = "true" ]; then
+  echo "node and npm are needed for scripts/openapi-check; CI must run it"; exit 1
+else
+  echo "skipped: node and npm are not installed (CI=true makes this a failure)"
+fi
+
 stage "examples: the Go and Node tests of examples/ against a running inboxd"
 if command -v node >/dev/null 2>&1; then
   examples/run.sh
