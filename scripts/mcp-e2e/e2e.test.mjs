@@ -67,13 +67,12 @@ test("server info and instructions", () => {
   assert.match(instructions, /senderAuthentication/);
 });
 
-test("lists the 17 tools with schemas and annotations", async () => {
+test("lists the spec's 17 tools in its order, then wait_for_message, with schemas and annotations", async () => {
   const { tools } = await client.listTools();
-  const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, [
-    "create_inbox", "delete_inbox", "finish_inbox_setup", "get_attachment", "get_inbox", "get_message",
-    "get_thread", "get_usage", "list_inboxes", "list_messages", "list_threads", "reply", "search_messages",
-    "send", "update_inbox", "update_message_labels", "update_thread_labels",
+  assert.deepEqual(tools.map((t) => t.name), [
+    "list_inboxes", "create_inbox", "get_inbox", "update_inbox", "delete_inbox", "finish_inbox_setup",
+    "list_messages", "search_messages", "get_message", "send", "reply", "update_message_labels",
+    "get_attachment", "list_threads", "get_thread", "update_thread_labels", "get_usage", "wait_for_message",
   ]);
   const send = tools.find((t) => t.name === "send");
   assert.deepEqual([...send.inputSchema.required].sort(), ["idempotencyKey", "inboxId", "to"]);
@@ -88,7 +87,7 @@ test("a read-only key lists only the read tools", async () => {
   const ro = await connect(readOnlyKey);
   try {
     const { tools } = await ro.listTools();
-    assert.equal(tools.length, 9);
+    assert.equal(tools.length, 10); // the spec's 9 read tools and wait_for_message
     assert.ok(!tools.some((t) => t.name === "send"));
   } finally {
     await ro.close();
@@ -178,7 +177,7 @@ test("stdio: `inboxd mcp` lists every tool and proxies calls to the server", asy
   try {
     assert.equal(stdio.getServerVersion().name, "inboxd");
     const { tools } = await stdio.listTools();
-    assert.equal(tools.length, 17); // stdio lists all; the API refuses what the key may not do
+    assert.equal(tools.length, 18); // stdio lists all; the API refuses what the key may not do
     assert.equal((await call(stdio, "get_inbox", { inboxId: seeded })).inboxId, seeded);
     const refused = await fails(stdio, "send", { inboxId: seeded, to: [seeded], text: "x", idempotencyKey: "e2e-stdio-1" });
     assert.equal(refused.code, "forbidden");

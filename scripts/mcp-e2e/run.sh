@@ -87,6 +87,17 @@ fi
 status=0
 INBOXD_BIN="$tmp/inboxd" INBOXD_URL="http://$addr" INBOXD_API_KEY="$key" INBOXD_READONLY_KEY="$readonly_key" INBOXD_INBOX="$inbox" \
   node --test --test-reporter=spec "$here/e2e.test.mjs" || status=$?
+
+# The MCP Inspector commands the README gives, as a user runs them: the Inspector needs
+# Node 22, which npx fetches as the node package beside it (both pinned here and there).
+inspect() { npx -y -p node@22.23.3 -p @modelcontextprotocol/inspector@2.12.0 mcp-inspector --cli "$@" 2>"$tmp/inspector.err"; }
+if [ "$status" -eq 0 ]; then
+  out=$(inspect "http://$addr/mcp" --transport http --header "Authorization: Bearer $key" --method tools/list) || status=$?
+  case "$out" in *'"name": "list_inboxes"'*) echo "ok - MCP Inspector over HTTP lists the tools" ;; *) status=1; echo "MCP Inspector over HTTP: $out" ;; esac
+  out=$(inspect -e INBOXD_API_KEY="$key" "$tmp/inboxd" mcp --base-url "http://$addr" --method tools/call --tool-name list_inboxes) || status=$?
+  case "$out" in *"$inbox"*) echo "ok - MCP Inspector over stdio calls list_inboxes" ;; *) status=1; echo "MCP Inspector over stdio: $out" ;; esac
+  [ "$status" -eq 0 ] || cat "$tmp/inspector.err" >&2
+fi
 if [ "$status" -ne 0 ]; then
   echo "--- inboxd log" >&2
   tail -n 50 "$tmp/stderr" >&2
