@@ -726,7 +726,7 @@ func TestCrashLoopAPISends(t *testing.T) {
 			// Killed between recording the hand-off and sending the final dot: the relay
 			// never got it, and a message that may have been handed off is never sent again
 			// (never twice wins over at least once). Its record says accepted, answer lost:
-			// the documented window of README "Sending".
+			// the documented window of docs/smtp.md "Sending".
 		default:
 			t.Errorf("send %s reached the relay %d times", key, n)
 		}

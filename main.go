@@ -191,12 +191,12 @@ type Main struct {
 	HTTPAddr string
 	SMTPAddr string
 
-	// SMTPMaxPerIP and SMTPMaxSession are the SMTP listener's fair-slot limits (README
-	// "Receiving"); zero takes its defaults.
+	// SMTPMaxPerIP and SMTPMaxSession are the SMTP listener's fair-slot limits
+	// (docs/smtp.md "Receiving"); zero takes its defaults.
 	SMTPMaxPerIP   int
 	SMTPMaxSession time.Duration
 
-	// SMTP listener and outbound mail (README "SMTP"): STARTTLS certificate, the relay URL
+	// SMTP listener and outbound mail (docs/smtp.md): STARTTLS certificate, the relay URL
 	// (empty: the sink, the test-double mode) and DKIM signing.
 	TLSCert, TLSKey       string
 	Relay                 string
@@ -209,30 +209,30 @@ type Main struct {
 	Log                   *slog.Logger
 	// PProf is a loopback HOST:PORT serving Go's profiles (/debug/pprof/); "" is off.
 	PProf string
-	// MetricsToken, when set, is the bearer token GET /metrics needs (README "Logs and
-	// metrics").
+	// MetricsToken, when set, is the bearer token GET /metrics needs (docs/operations.md
+	// "Logs and metrics").
 	MetricsToken string
-	// MailBudget bounds the bytes of mail and request bodies processed at once (README
-	// "Limits"); 0 is server.DefaultBudget.
+	// MailBudget bounds the bytes of mail and request bodies processed at once
+	// (docs/operations.md "Limits"); 0 is server.DefaultBudget.
 	MailBudget int64
 	// TrustedProxies are the addresses and CIDR prefixes of reverse proxies whose
-	// X-Forwarded-For names the client (README "Protection and quarantine").
+	// X-Forwarded-For names the client (docs/protection.md).
 	TrustedProxies []string
 	// HTTPMaxConnections caps the open HTTP connections (0: the default); see
 	// server.ConnLimit.
 	HTTPMaxConnections int
-	// TestControls serves the test controls under /_inboxd/ (README "Using inboxd in
-	// CI"): no key needed, so never on a server others can reach.
+	// TestControls serves the test controls under /_inboxd/ (docs/ci.md): no key
+	// needed, so never on a server others can reach.
 	TestControls bool
 
-	// Protection of received mail and the quarantine review dashboard (README "Protection
-	// and quarantine"): Protection is on (the default when empty) or off (no scan at
+	// Protection of received mail and the quarantine review dashboard
+	// (docs/protection.md): Protection is on (the default when empty) or off (no scan at
 	// all); DNS is "" (the system resolver), "off" or HOST:PORT.
 	Protection        string
 	DNS, Spamd, Clamd string
 	AdminPassword     string
 
-	// Triage of received mail (README "Triage"): builtin (the default when empty), llm or
+	// Triage of received mail (docs/triage.md): builtin (the default when empty), llm or
 	// off; for llm the OpenAI-compatible endpoint, its model and API key.
 	Triage, TriageURL, TriageModel, TriageKey string
 
@@ -251,7 +251,7 @@ type Main struct {
 	triageDone chan struct{}
 	pprofLn    net.Listener
 
-	// WebhookAllowHTTP allows webhooks at http:// URLs of any host (README "Webhooks").
+	// WebhookAllowHTTP allows webhooks at http:// URLs of any host (docs/events.md "Webhooks").
 	WebhookAllowHTTP bool
 	webhooks         *webhook.Worker
 	webhooksDone     chan struct{}

@@ -80,7 +80,7 @@ func TestLargeMailKeepsMemoryBounded(t *testing.T) {
 	// All at once in memory, the messages would cost several times their 96 MB (before the
 	// budget, 24 of them grew the server by over 250 MB); with an 8 MiB budget two are
 	// processed at a time, and what grows is mostly the garbage the collector lets pile
-	// up under its soft limit (112 MiB, README "Install on a server").
+	// up under its soft limit (112 MiB, docs/operations.md "Install on a server").
 	qt.Assert(t, grown < 150<<10, qt.IsTrue, qt.Commentf("resident memory grew by %d MB", grown>>10))
 }
 

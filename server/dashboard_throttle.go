@@ -15,7 +15,7 @@ import (
 // address that keeps guessing waits longer and longer, but no one else has to: there is no
 // global lock-out that a guesser could use to keep the operator out. And one password
 // check runs at a time, so that a flood of logins, from however many addresses, costs the
-// API at most one CPU's worth of bcrypt and is not queued. The README's dashboard section
+// API at most one CPU's worth of bcrypt and is not queued. docs/protection.md's dashboard section
 // states the policy.
 const (
 	// A client gets loginFreeTries password checks. After that many wrong passwords its
