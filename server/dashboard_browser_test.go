@@ -138,7 +138,7 @@ func TestDashboardInBrowser(t *testing.T) {
 }
 
 // screenshotReview saves the review page of a held message at desktop width: the picture
-// in the README (INBOXD_SCREENSHOT=docs/dashboard-review.png go test -run InBrowser ./server).
+// in docs/protection.md (INBOXD_SCREENSHOT=docs/dashboard-review.png go test -run InBrowser ./server).
 func screenshotReview(t *testing.T, d *dashEnv, out string) {
 	ctx := newChrome(t, 1000, 1400)
 	err := chromedp.Do(ctx,

@@ -79,10 +79,10 @@ func TestSpamRulesOfHeadersAndAttachments(t *testing.T) {
 }
 
 // The rule table is documented: every rule has a unique name, positive points and a
-// description, and the README lists each with its points.
+// description, and docs/protection.md lists each with its points.
 func TestRuleTableIsDocumented(t *testing.T) {
 	c := qt.New(t)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/protection.md")
 	c.Assert(err, qt.IsNil)
 	seen := map[string]bool{}
 	for _, r := range Rules {
@@ -91,7 +91,7 @@ func TestRuleTableIsDocumented(t *testing.T) {
 		c.Assert(r.Score > 0, qt.IsTrue)
 		c.Assert(r.Description, qt.Not(qt.Equals), "")
 		row := regexp.MustCompile("(?m)^\\| `" + r.Name + "` \\| " + regexp.QuoteMeta(strconv.FormatFloat(r.Score, 'f', -1, 64)) + " \\|")
-		c.Assert(row.Match(readme), qt.IsTrue, qt.Commentf("README has no row | `%s` | %v | ...", r.Name, r.Score))
+		c.Assert(row.Match(readme), qt.IsTrue, qt.Commentf("docs/protection.md has no row | `%s` | %v | ...", r.Name, r.Score))
 	}
 }
 
