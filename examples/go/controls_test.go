@@ -58,5 +58,22 @@ func TestWithTheTestControls(t *testing.T) {
 		t.Fatalf("the clock did not move: %s", clock.Now)
 	}
 
-	api.call(t, "POST", "/_inboxd/reset", nil, &ok) // and back: clock, mail, outbox, faults
+	// A key of the test's own, revoked to see the product handle "the key was revoked",
+	// and an account disabled.
+	var key struct{ KeyID, Key string }
+	api.call(t, "POST", "/_inboxd/keys", map[string]any{"accountId": "example", "scopes": []string{"inboxes:read"}}, &key)
+	own := client{api.base, key.Key}
+	api.call(t, "DELETE", "/_inboxd/keys/"+key.KeyID, nil, &ok)
+	if status, _ := own.raw(t, "GET", "/v1/inboxes", nil); status != 401 {
+		t.Fatalf("a revoked key answered %d, want 401", status)
+	}
+	api.call(t, "POST", "/_inboxd/accounts/example/disable", nil, &ok)
+	if status, _ := api.raw(t, "GET", "/v1/inboxes", nil); status != 403 {
+		t.Fatalf("a disabled account's key answered %d, want 403", status)
+	}
+
+	api.call(t, "POST", "/_inboxd/reset", nil, &ok) // and back: accounts, keys, clock, mail, outbox, faults
+	if status, _ := api.raw(t, "GET", "/v1/inboxes", nil); status != 200 {
+		t.Fatalf("after the reset the fixture's key answered %d, want 200", status)
+	}
 }
