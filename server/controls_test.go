@@ -289,3 +289,25 @@ func TestTheClockMovesLinksWindowsAndUsage(t *testing.T) {
 	qt.Assert(t, send("k2").status, qt.Equals, http.StatusOK) // a new window
 	qt.Assert(t, used(), qt.Equals, 1.0)                      // and a new month: this send only
 }
+
+// A key revoked or an account disabled through the test controls ends the streams open
+// with it; a wait asked with the disabled account's key is refused.
+func TestRevokeAndDisableReachOpenStreamsAndWaits(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newEnvWith(t, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+		api: func(c *server.Config) {
+			c.TestControls, c.Clock, c.Faults = true, clock, faults
+			c.Streams.KeepAlive, c.Streams.Reauth = 100*time.Millisecond, 100*time.Millisecond
+		}})
+	box := e.createInbox("desk")
+	k := e.ok("createTestKey", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "scopes": []string{"messages:read"}})
+	revoked := e.openStream(k["key"].(string), "")
+	disabled := e.openStream(e.full, "")
+	other := e.openStream(e.other, "")
+	e.ok("revokeTestKey", "DELETE", "/_inboxd/keys/"+k["keyId"].(string), "", nil)
+	revoked.ends()
+	e.ok("disableAccount", "POST", "/_inboxd/accounts/acme/disable", "", nil)
+	disabled.ends()
+	qt.Assert(t, other.comment(), qt.Equals, "keep-alive") // another account's stream goes on
+	e.fails(http.StatusForbidden, "access_denied", "GET", inboxPath(box)+"/messages/wait?since=2026-01-01T00:00:00Z&timeout=1", e.full, nil)
+}
