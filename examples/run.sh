@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 tags='sqlite_omit_load_extension osusergo netgo'
 work=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
 bin=${INBOXD_BIN:-}
 if [ -z "$bin" ]; then
@@ -14,6 +15,7 @@ if [ -z "$bin" ]; then
 	(cd .. && go build -tags "$tags" -o "$bin" .)
 fi
 
+: >"$work/out.log" # before the server starts: the loop below reads it at once
 "$bin" serve --db "$work/inboxd.db" --domain example.test --seed fixture.json --test-controls --dns off \
 	--http 127.0.0.1:0 --smtp 127.0.0.1:0 >"$work/out.log" 2>"$work/err.log" &
 pid=$!

@@ -16,6 +16,7 @@ if [ -z "$bin" ]; then
   bin=$work/inboxd
   (cd ../.. && go build -tags 'sqlite_omit_load_extension osusergo netgo' -o "$bin" .)
 fi
+: >"$work/out.log" # before the server starts: the loop below reads it at once
 "$bin" serve --db "$work/inboxd.db" --domain example.test --seed ../../examples/fixture.json \
   --http 127.0.0.1:0 --dns off >"$work/out.log" 2>"$work/err.log" &
 pid=$!
