@@ -215,6 +215,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) er
 	}
 	s.cfg.Clock.Rewind()
 	s.cfg.Faults.Set(nil)
+	s.events.hub.Forget() // events of the mail the reset took away
 	if ix := s.cfg.Search; ix != nil {
 		deadline := time.Now().Add(resetCatchUp)
 		for caught := false; !caught && time.Now().Before(deadline); {

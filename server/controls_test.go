@@ -311,3 +311,26 @@ func TestRevokeAndDisableReachOpenStreamsAndWaits(t *testing.T) {
 	qt.Assert(t, other.comment(), qt.Equals, "keep-alive") // another account's stream goes on
 	e.fails(http.StatusForbidden, "access_denied", "GET", inboxPath(box)+"/messages/wait?since=2026-01-01T00:00:00Z&timeout=1", e.full, nil)
 }
+
+// After a reset, a stream resumed from before it gets the events the reset kept, not the
+// ones of the mail it took away.
+func TestAResetTakesItsMailsEventsOffTheStream(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newEnvWith(t, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+		api: func(c *server.Config) {
+			c.TestControls, c.Clock, c.Faults = true, clock, faults
+			c.Streams.KeepAlive = 100 * time.Millisecond
+		}})
+	box := e.createInbox("desk")
+	live := e.openStream(e.full, "")
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "seeded", "text": "kept"})
+	seeded := live.next()
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "later", "text": "taken away"})
+	live.next() // the hub holds it now
+	e.ok("resetServer", "POST", "/_inboxd/reset", "", nil)
+	resumed := e.openStream(e.full, "", "Last-Event-ID", seeded.id)
+	resumed.quiet(300 * time.Millisecond)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "new"})
+	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "after")
+}

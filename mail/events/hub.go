@@ -87,6 +87,14 @@ func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
 	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{}}, nil
 }
 
+// Forget drops the events the hub holds, so that a reader behind reads them from the
+// store: after the test controls' reset, which takes events out of the log again.
+func (h *Hub) Forget() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring, h.bytes, h.floor = nil, 0, h.last
+}
+
 // Run tails the log and trims it until ctx ends.
 func (h *Hub) Run(ctx context.Context) {
 	trim := time.NewTicker(h.opts.TrimEvery)
