@@ -74,7 +74,9 @@ func startFrom(o options, dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(o.from, "bench.db")); err != nil {
 		return "", fmt.Errorf("-from: %w", err)
 	}
-	for _, name := range []string{"bench.db", "bench.db.index"} { // without an index, the server builds one
+	// Without an index the server builds one; without the index's reader file the index
+	// follows the change log under a new name, and the store keeps every row for the old one.
+	for _, name := range []string{"bench.db", "bench.db.index", "bench.db.index.reader"} {
 		if _, err := os.Stat(filepath.Join(o.from, name)); err != nil {
 			continue
 		}
