@@ -252,8 +252,11 @@ func scorchConfig(segType string) map[string]interface{} {
 		// a callback, and the queue is trimmed only behind it.
 		"unsafe_batch": true,
 		"bolt_timeout": "2s",
-		// Our segment plugin (segment_plugin.go), by name: new segments built by our
-		// writer, merged and read by zapx v17.
+		// Our segment plugin (segment_plugin.go), by name: new segments built and merged
+		// by our writer (segment.go, segment_merge.go), read by zapx v17. Both of
+		// scorch's merges go through the plugin: the persister's of the segments still
+		// in memory and the merger's of files (most of the merging under a stream of
+		// mail: BENCHMARKS.md, "The house").
 		"forceSegmentType":    segType,
 		"forceSegmentVersion": 17,
 		// No merge makes a segment of more than 100,000 documents, and one of 50,000

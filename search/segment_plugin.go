@@ -2,7 +2,9 @@ package search
 
 import (
 	"errors"
+	"sync/atomic"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	index "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
@@ -16,8 +18,8 @@ import (
 const segPluginType = "inboxd-zap"
 
 // segPlugin is zapx v17's segment plugin under a name of its own, with new segments built
-// by buildSegment: zapx opens the files, merges the segments and builds any batch the
-// builder does not handle. Its segments are zap v17's bytes (segment_test.go compares them
+// by buildSegment and merged by mergeSegments: zapx opens the files, and builds and merges
+// anything the builder and the merger do not handle. Its segments are zap v17's bytes (segment_test.go compares them
 // with zapx.New's), so zapx reads them as its own.
 type segPlugin struct {
 	zap.ZapPlugin
@@ -47,4 +49,45 @@ func (p *segPlugin) NewUsing(docs []index.Document, config map[string]interface{
 		return nil, 0, err
 	}
 	return sb, n, nil
+}
+
+func (p *segPlugin) Merge(segs []segment.Segment, drops []*roaring.Bitmap, path string,
+	closeCh chan struct{}, s segment.StatsReporter) ([][]uint64, uint64, error) {
+	return p.MergeUsing(segs, drops, path, closeCh, s, nil)
+}
+
+// MergeUsing merges segs without the documents in drops into a segment file at path, with
+// zapx if they hold anything the merger does not handle. Both scorch's merges use it: the
+// persister's of the segments still in memory, and the merger's of files.
+func (p *segPlugin) MergeUsing(segs []segment.Segment, drops []*roaring.Bitmap, path string,
+	closeCh chan struct{}, s segment.StatsReporter, config map[string]interface{}) ([][]uint64, uint64, error) {
+	nums, n, err := mergeSegments(segs, drops, path, closeCh, s)
+	if errors.Is(err, errSegmentUnsupported) {
+		return p.ZapPlugin.MergeUsing(segs, drops, path, closeCh, s, config)
+	}
+	// The counts zapx keeps of its merges.
+	stats, _ := config[segment.StatsKey].(*segment.Stats)
+	if stats == nil {
+		return nums, n, err
+	}
+	atomic.AddUint64(&stats.TotMergesBeg, 1)
+	atomic.AddUint64(&stats.TotMergeInputSegments, uint64(len(segs)))
+	if err == nil {
+		var kept, dropped uint64
+		for _, ns := range nums {
+			for _, num := range ns {
+				if num == mergeDropped {
+					dropped++
+				} else {
+					kept++
+				}
+			}
+		}
+		atomic.AddUint64(&stats.TotMergeDroppedDocs, dropped)
+		atomic.AddUint64(&stats.TotMergeOutputDocs, kept)
+	} else {
+		atomic.AddUint64(&stats.TotMergesErrors, 1)
+	}
+	atomic.AddUint64(&stats.TotMergesEnd, 1)
+	return nums, n, err
 }
