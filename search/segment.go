@@ -21,8 +21,9 @@ import (
 
 // The segments of a batch are built here rather than by zapx: the bytes are the same as
 // zapx.New writes for the same documents (segment_test.go checks them byte for byte), so
-// zapx opens, searches and merges them as its own, but the building is cheaper (about a
-// third of zapx's CPU: BENCHMARKS.md, "Segment builder").
+// zapx opens and searches them as its own (and merges them where segment_merge.go does
+// not), but the building is cheaper (about a third of zapx's CPU: BENCHMARKS.md, "Segment
+// builder").
 // zapx keeps per posting a bitmap insert, two map lookups and a copy of the term for doc
 // values; here each posting is one map lookup and an append to a flat list, which is then
 // grouped by term in one counting sort (documents arrive in order, so every term's

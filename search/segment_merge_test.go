@@ -141,3 +141,52 @@ func TestMergeRefusesOthers(t *testing.T) {
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, bytes.Equal(sortSections(t, gb), sortSections(t, wb)), qt.IsTrue)
 }
+
+// The merges on the same segments: ten files of 1,000 messages each (the indexer's batch),
+// one message in a hundred deleted, as scorch's merger finds them under a stream of mail.
+func BenchmarkMergeZapx(b *testing.B) {
+	benchmarkMerge(b, (&zap.ZapPlugin{}).Merge)
+}
+
+func BenchmarkMergeOurs(b *testing.B) {
+	benchmarkMerge(b, func(segs []segment.Segment, drops []*roaring.Bitmap, path string, closeCh chan struct{},
+		rep segment.StatsReporter) ([][]uint64, uint64, error) {
+		return mergeSegments(segs, drops, path, closeCh, rep)
+	})
+}
+
+func benchmarkMerge(b *testing.B, merge func([]segment.Segment, []*roaring.Bitmap, string, chan struct{},
+	segment.StatsReporter) ([][]uint64, uint64, error)) {
+	const segs, per = 10, 1000
+	all := benchDocs(segs * per)
+	dir := b.TempDir()
+	var in []segment.Segment
+	var drops []*roaring.Bitmap
+	for i := range segs {
+		s, _, err := buildSegment(analyzedDocs(all[i*per:(i+1)*per]), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(dir, fmt.Sprint(i, ".zap"))
+		if err := s.Persist(path); err != nil {
+			b.Fatal(err)
+		}
+		f, err := (&zap.ZapPlugin{}).Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		in = append(in, f)
+		drops = append(drops, roaring.BitmapOf(uint32(i), uint32(i+100), uint32(i+500)))
+	}
+	out := filepath.Join(dir, "merged.zap")
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		if _, _, err := merge(in, drops, out, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(out)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*segs*per), "cpu-µs/msg")
+}
