@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -17,18 +15,20 @@ import (
 
 // ClaimHookDeliveries leases due pending deliveries, at most c.PerWebhook less what the
 // caller has in flight of each webhook, so one slow endpoint's backlog never fills a
-// claim that other endpoints' deliveries wait behind.
+// claim that other endpoints' deliveries wait behind. Its work is bounded by what it
+// claims and the number of webhooks, not by the backlog: an endpoint that is down for
+// hours may have thousands of deliveries waiting.
 func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.HookJob, error) {
 	now := s.Now()
 	// The worker claims after every commit with events, most of which queue no delivery
 	// (an account without webhooks): a read finds that out without taking the writer.
-	var due []any
-	if err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		due, err = dueHookRows(ctx, tx, c, now)
-		return err
-	}); err != nil || len(due) == 0 {
-		return nil, err
+	var anyDue bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+		WHERE status = 'pending' AND next_attempt_at <= ?1 AND claimed_until <= ?1)`, millis(now)).Scan(&anyDue); err != nil {
+		return nil, storageError(err)
+	}
+	if !anyDue {
+		return nil, nil
 	}
 	token := newRowUUID()
 	var jobs []db.HookJob
@@ -52,44 +52,64 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.H
 	return jobs, nil
 }
 
-// dueHookRows picks the rows to claim: due, not leased, of enabled webhooks, ranked within
-// their webhook so each gets no more than its free slots.
+// dueHookRows picks the rows to claim: due, not leased, of enabled webhooks, oldest first
+// within each webhook and no more than its free slots, each webhook's read from the front
+// of its own queue (migration 0016's index).
 func dueHookRows(ctx context.Context, tx *sql.Tx, c db.HookClaim, now time.Time) ([]any, error) {
-	busy, args := "SELECT 0 AS w, 0 AS n WHERE 0", []any{}
-	if len(c.Busy) > 0 {
-		var b strings.Builder
-		b.WriteString("VALUES ")
-		first := true
-		for w, n := range c.Busy {
-			if !first {
-				b.WriteString(", ")
-			}
-			first = false
-			b.WriteString("(" + strconv.FormatInt(w, 10) + ", " + strconv.Itoa(n) + ")")
-		}
-		busy = b.String()
+	hooks, err := webhooksWithDue(ctx, tx, now)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, millis(now), millis(now), c.PerWebhook, c.Limit)
-	rows, err := tx.QueryContext(ctx, `WITH busy(w, n) AS (`+busy+`),
-		ranked AS (SELECT d.id, d.webhook_id, d.next_attempt_at,
-			ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn
-			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND d.claimed_until <= ? AND w.enabled = 1)
-		SELECT r.id FROM ranked r LEFT JOIN busy b ON b.w = r.webhook_id
-		WHERE r.rn <= ? - COALESCE(b.n, 0) ORDER BY r.next_attempt_at, r.id LIMIT ?`, args...)
+	var ids []any
+	for _, w := range hooks {
+		room := min(c.PerWebhook-c.Busy[w], c.Limit-len(ids))
+		if room <= 0 {
+			continue
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM webhook_deliveries WHERE webhook_id = ?1 AND status = 'pending'
+			AND next_attempt_at <= ?2 AND claimed_until <= ?2 ORDER BY next_attempt_at, id LIMIT ?3`, w, millis(now), room)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// webhooksWithDue returns the enabled webhooks with a due delivery, the one due longest
+// first, so that a claim smaller than the work serves the oldest first.
+func webhooksWithDue(ctx context.Context, tx *sql.Tx, now time.Time) ([]int64, error) {
+	// Each webhook's first unleased delivery, read from the front of its queue: only rows
+	// leased now (at most what is in flight) are passed over.
+	rows, err := tx.QueryContext(ctx, `SELECT w.id, (SELECT d.next_attempt_at FROM webhook_deliveries d
+			WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.claimed_until <= ?1
+			ORDER BY d.next_attempt_at, d.id LIMIT 1) AS first
+		FROM webhooks w WHERE w.enabled = 1 AND first <= ?1 ORDER BY first, w.id`, millis(now))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []any
+	var out []int64
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var first sql.NullInt64
+		if err := rows.Scan(&id, &first); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, id)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
 
 // loadHookJobs reads the claimed rows with their webhooks and events.

@@ -27,6 +27,7 @@ type options struct {
 	bin                   string
 	rate                  float64
 	seconds, streams      int
+	hooks                 int
 	n, conns, size, idle  int
 	inboxes               int
 	only                  string
@@ -40,6 +41,7 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 500, "latency: SMTP messages a second")
 	flag.IntVar(&o.seconds, "seconds", 20, "latency: how long mail arrives")
 	flag.IntVar(&o.streams, "streams", 10, "open event streams beside the webhook (latency and ingest)")
+	flag.IntVar(&o.hooks, "hooks", 1, "webhooks to the local receiver (latency and ingest; 0 or 1)")
 	flag.IntVar(&o.n, "n", 12000, "ingest: messages per run")
 	flag.IntVar(&o.conns, "conns", 8, "concurrent SMTP connections")
 	flag.IntVar(&o.size, "size", 2048, "approximate message size in bytes")

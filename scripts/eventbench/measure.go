@@ -16,14 +16,16 @@ import (
 
 // listen registers a webhook to a local receiver and opens streams; every arrival goes
 // to a (webhook) or s (streams). It returns a function that closes them.
-func (r *rig) listen(ctx context.Context, streams int, a, s *arrivals) (func(), error) {
+func (r *rig) listen(ctx context.Context, hooks, streams int, a, s *arrivals) (func(), error) {
 	url, stopRecv, err := receiver(a)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.webhook(ctx, url); err != nil {
-		stopRecv()
-		return nil, err
+	if hooks > 0 {
+		if err := r.webhook(ctx, url); err != nil {
+			stopRecv()
+			return nil, err
+		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	for range streams {
@@ -44,7 +46,7 @@ func latency(ctx context.Context, o options) error {
 	}
 	defer r.stop()
 	hook, streams := newArrivals(), newArrivals()
-	stop, err := r.listen(ctx, o.streams, hook, streams)
+	stop, err := r.listen(ctx, o.hooks, o.streams, hook, streams)
 	if err != nil {
 		return err
 	}
@@ -116,7 +118,7 @@ func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg 
 	}
 	defer r.stop()
 	if listened {
-		stop, err := r.listen(ctx, o.streams, newArrivals(), newArrivals())
+		stop, err := r.listen(ctx, o.hooks, o.streams, newArrivals(), newArrivals())
 		if err != nil {
 			return 0, 0, err
 		}
