@@ -1,9 +1,9 @@
 package server
 
 import (
-	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/inboxd/inboxd/mail/events"
@@ -25,8 +25,22 @@ func (st *stream) write(s string) error {
 
 func (st *stream) flush() error { return st.rc.Flush() }
 
+// event writes one event; the caller set the write deadline (a page of events shares
+// one). The payload is written as it is, not copied into a formatted string: every open
+// stream writes every event of its account.
 func (st *stream) event(it *events.Item) error {
-	return st.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", it.Seq, it.Type, it.Data))
+	buf := make([]byte, 0, 64)
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, it.Seq, 10)
+	buf = append(append(append(buf, "\nevent: "...), it.Type...), "\ndata: "...)
+	if _, err := st.w.Write(buf); err != nil {
+		return err
+	}
+	if _, err := st.w.Write(it.Data); err != nil {
+		return err
+	}
+	_, err := io.WriteString(st.w, "\n\n")
+	return err
 }
 
 // pump sends the subscription's events until the client leaves, a write fails, the key
@@ -69,6 +83,7 @@ func (s *Server) drain(r *http.Request, st *stream, sub *events.Sub) error {
 		if len(items) == 0 {
 			return nil
 		}
+		st.rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
 		for _, it := range items {
 			if err := st.event(it); err != nil {
 				return err
