@@ -108,32 +108,26 @@ done
 stage "soak, short (the full 10-minute run: scripts/soak.sh; results in BENCHMARKS.md)"
 scripts/soak.sh --minutes 0.5
 
+# with_node runs a script that needs Node and npm; without them it is skipped, except under
+# CI=true, where that is a failure.
+with_node() {
+  if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+    "$1"
+  elif [ "${CI:-}" = "true" ]; then
+    echo "node and npm are needed for $1; CI must run it"; exit 1
+  else
+    echo "skipped: node and npm are not installed (CI=true makes this a failure)"
+  fi
+}
+
 stage "MCP end-to-end (official TypeScript client)"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  scripts/mcp-e2e/run.sh
-elif [ "${CI:-}" = "true" ]; then
-  echo "node and npm are needed for scripts/mcp-e2e; CI must run it"; exit 1
-else
-  echo "skipped: node and npm are not installed (CI=true makes this a failure)"
-fi
+with_node scripts/mcp-e2e/run.sh
 
 stage "OpenAPI: Redocly's lint, and a TypeScript client generated from /openapi.json calling inboxd"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  scripts/openapi-check/run.sh
-elif [ "${CI:-}" = "true" ]; then
-  echo "node and npm are needed for scripts/openapi-check; CI must run it"; exit 1
-else
-  echo "skipped: node and npm are not installed (CI=true makes this a failure)"
-fi
+with_node scripts/openapi-check/run.sh
 
 stage "examples: the Go and Node tests of examples/ against a running inboxd"
-if command -v node >/dev/null 2>&1; then
-  examples/run.sh
-elif [ "${CI:-}" = "true" ]; then
-  echo "node is needed for examples/; CI must run it"; exit 1
-else
-  echo "skipped: node is not installed (CI=true makes this a failure)"
-fi
+with_node examples/run.sh
 
 stage "whole-server benchmark smoke test (scripts/bench.sh --quick: every operation answers; no targets)"
 scripts/bench.sh --quick
