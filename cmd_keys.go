@@ -57,18 +57,16 @@ func runKeysCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer store.Close()
-	k := db.NewKey{AccountID: *account, Scopes: scopes}
+	var k db.NewKey
 	if *inbox != "" {
 		in, err := store.InboxByAddress(ctx, *account, *inbox)
 		if err != nil {
 			return err
 		}
 		// A new mailbox key replaces the inbox's old one (API-NOTES section 1).
-		k.Token, k.InboxAddress, k.Scopes, k.Replace = db.GenerateMailboxToken(in.UUID), in.Address, nil, true
+		k = db.NewMailboxKey(in, true)
 	} else {
-		k.Token = db.GenerateAccountToken()
-		exp := store.Now().AddDate(0, 0, *days)
-		k.ExpiresAt = &exp
+		k = db.NewAccountKey(*account, scopes, *days, store.Now())
 	}
 	if err := db.CreateKey(ctx, store, k); err != nil {
 		return err

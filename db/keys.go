@@ -146,12 +146,29 @@ func checkNewKey(k NewKey) error {
 	if len(k.Scopes) == 0 {
 		return Errorf(ECodeInvalidArgument, "scopes: an account key needs at least one scope")
 	}
+	seen := map[string]bool{}
 	for _, sc := range k.Scopes {
 		if !ValidScope(sc) {
 			return Errorf(ECodeInvalidArgument, "scopes: unknown scope %q", sc)
 		}
+		if seen[sc] {
+			return Errorf(ECodeInvalidArgument, "scopes: %s is given twice", sc)
+		}
+		seen[sc] = true
 	}
 	return nil
+}
+
+// NewAccountKey is a fresh account key of an account with scopes, valid days from now.
+func NewAccountKey(accountID string, scopes []string, days int, now time.Time) NewKey {
+	exp := now.AddDate(0, 0, days)
+	return NewKey{AccountID: accountID, Token: GenerateAccountToken(), Scopes: scopes, ExpiresAt: &exp}
+}
+
+// NewMailboxKey is a fresh mailbox key of an inbox; with replace it revokes the inbox's
+// other mailbox keys when it is stored.
+func NewMailboxKey(in *Inbox, replace bool) NewKey {
+	return NewKey{AccountID: in.AccountID, Token: GenerateMailboxToken(in.UUID), InboxAddress: in.Address, Replace: replace}
 }
 
 func checkAccountExists(tx Tx, accountID string) error {

@@ -60,36 +60,26 @@ func (s *Server) handleTestKeyCreate(w http.ResponseWriter, r *http.Request, c *
 	return nil
 }
 
-// testKey is the key a createTestKey request asks for.
+// testKey is the key a createTestKey request asks for. Scopes are checked when it is
+// stored (db.CreateKey).
 func (s *Server) testKey(r *http.Request, req testKeyRequest) (db.NewKey, error) {
-	k := db.NewKey{AccountID: req.AccountID}
 	switch {
 	case (len(req.Scopes) == 0) == (req.InboxID == ""):
-		return k, db.Errorf(db.ECodeInvalidArgument, "scopes: give scopes (an account key) or inboxId (a mailbox key), not both")
+		return db.NewKey{}, db.Errorf(db.ECodeInvalidArgument, "scopes: give scopes (an account key) or inboxId (a mailbox key), not both")
 	case req.InboxID != "" && req.Days != nil:
-		return k, db.Errorf(db.ECodeInvalidArgument, "days: a mailbox key does not expire")
+		return db.NewKey{}, db.Errorf(db.ECodeInvalidArgument, "days: a mailbox key does not expire")
 	case req.InboxID != "":
 		in, err := s.store.InboxByAddress(r.Context(), req.AccountID, req.InboxID)
 		if err != nil {
-			return k, err
+			return db.NewKey{}, err
 		}
-		k.Token, k.InboxAddress = db.GenerateMailboxToken(in.UUID), in.Address
-		return k, nil
-	}
-	seen := map[string]bool{}
-	for _, sc := range req.Scopes {
-		if seen[sc] {
-			return k, db.Errorf(db.ECodeInvalidArgument, "scopes: %s is given twice", sc)
-		}
-		seen[sc] = true
+		return db.NewMailboxKey(in, false), nil
 	}
 	days := db.DefaultKeyDays
 	if req.Days != nil {
 		days = *req.Days
 	}
-	exp := s.now().AddDate(0, 0, days)
-	k.Token, k.Scopes, k.ExpiresAt = db.GenerateAccountToken(), req.Scopes, &exp
-	return k, nil
+	return db.NewAccountKey(req.AccountID, req.Scopes, days, s.now()), nil
 }
 
 // handleTestKeyRevoke serves DELETE /_inboxd/keys/{keyId}.

@@ -54,6 +54,7 @@ func keyTests() []test {
 				{AccountID: "acme", Token: "bze_short", Scopes: db.AllScopes()},
 				{AccountID: "acme", Token: db.GenerateAccountToken()},
 				{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: []string{"inboxes:everything"}},
+				{AccountID: "acme", Token: db.GenerateAccountToken(), Scopes: []string{db.ScopeInboxesRead, db.ScopeInboxesRead}},
 				{AccountID: "acme", Token: db.GenerateMailboxToken(e.inbox.UUID)},
 			} {
 				e.isCode(db.CreateKey(e.ctx, e.st, k), db.ECodeInvalidArgument)
