@@ -1,0 +1,242 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// The two logs that readers follow by seq: the event log (events: webhooks, streams,
+// waits) and the change log of the search indexes (index_queue). A reader that has
+// everything through seq N asks for what comes after N, so no append may become visible
+// with a seq below one a reader has already passed.
+//
+// SQLite gets that from its one writer. Here concurrent transactions take sequence values
+// in the order they ask and commit in another order, so seq alone is not commit order: a
+// transaction holding seq 5 may commit after the one holding 6, and a reader at 6 would
+// never see 5. Every append therefore first takes one transaction-level advisory lock
+// (logLock) and holds it until its transaction ends: the appends of concurrent
+// transactions take their seqs one transaction after another, each after the previous
+// one's commit is visible (PostgreSQL releases a transaction's locks after its commit is
+// visible). The lock is taken at the first append, which comes late in a unit of work
+// (after the message rows), so it is held for the end of the unit and its commit; other
+// writes of the unit run concurrently. One lock for both logs, so no two appenders can
+// deadlock between them. The alternative, a commit-ordered cursor from transaction ids
+// (pg_current_xact_id, pg_snapshot_xmin), would let appends run concurrently but needs a
+// cursor of two numbers in every reader and holds readers back behind any long
+// transaction; the lock keeps seq a single number that means what it means in SQLite.
+//
+// log_heads.last records the newest seq committed to each log (a sequence's value also
+// counts appends rolled back, which a reader waiting to catch up would wait for forever).
+
+// logLock is the advisory lock key of the appends to the logs.
+const logLock int64 = 0x696e626f78640002 // "inboxd" 2
+
+// Channels other processes' commits are announced on, with NOTIFY in the transaction of
+// the change: PostgreSQL delivers a notification once its transaction commits, to every
+// session listening, this process's own listener included.
+const chanEvents = "inboxd_events" // events were appended
+
+// lockLogs takes the log lock for the rest of w's transaction.
+func (w *wtx) lockLogs() error {
+	if w.logLocked {
+		return nil
+	}
+	if _, err := w.tx.Exec(w.ctx, "SELECT pg_advisory_xact_lock($1)", logLock); err != nil {
+		return err
+	}
+	w.logLocked = true
+	return nil
+}
+
+// enqueueIndex queues the messages matched by where (a condition on messages m, its
+// arguments from $1) for the search indexes. Call it in the transaction that changes
+// them: a new message, a label change (trash and quarantine hide a message from search),
+// a triage result, a release from quarantine.
+func (w *wtx) enqueueIndex(where string, args ...any) error {
+	return w.appendChanges("SELECT m.id, m.inbox_id, m.ts FROM messages m WHERE "+where, args...)
+}
+
+// enqueueInboxDrop queues the removal of every message of a deleted inbox from the
+// indexes.
+func (w *wtx) enqueueInboxDrop(inboxID int64) error {
+	return w.appendChanges("SELECT NULL::bigint, $1::bigint, 0::bigint", inboxID)
+}
+
+// appendChanges appends the (message, inbox, ts) rows of query to the change log and
+// moves its head.
+func (w *wtx) appendChanges(query string, args ...any) error {
+	if err := w.lockLogs(); err != nil {
+		return err
+	}
+	_, err := w.tx.Exec(w.ctx, `WITH ins AS (INSERT INTO index_queue(message, inbox, ts) `+query+` RETURNING seq)
+		UPDATE log_heads SET last = s.seq FROM (SELECT MAX(seq) AS seq FROM ins) s
+		WHERE log_heads.name = 'index_queue' AND s.seq IS NOT NULL`, args...)
+	return err
+}
+
+// eventDetail is what an event keeps of its moment (db.NewEvent).
+type eventDetail struct {
+	Delivery   *db.Delivery `json:"delivery,omitempty"`
+	Recipients []string     `json:"recipients,omitempty"`
+	Labels     []string     `json:"labels,omitempty"`
+}
+
+// appendEvent appends e to the event log, moves its head and announces it to every
+// process once w commits.
+func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
+	var detail *string
+	if e.Delivery != nil || e.Recipients != nil || e.Labels != nil {
+		b, err := json.Marshal(eventDetail{Delivery: e.Delivery, Recipients: e.Recipients, Labels: e.Labels})
+		if err != nil {
+			return db.AppendedEvent{}, err
+		}
+		s := string(b)
+		detail = &s
+	}
+	var a db.AppendedEvent
+	if err := w.lockLogs(); err != nil {
+		return a, err
+	}
+	err := w.tx.QueryRow(w.ctx, `WITH ins AS (
+			INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
+			SELECT $1, i.account_id, m.inbox_id, $2, $3, m.id, m.message_id, t.uuid, $4
+			FROM messages m JOIN inboxes i ON i.id = m.inbox_id JOIN threads t ON t.id = m.thread_id WHERE m.id = $5
+			RETURNING seq, account_id, inbox_id),
+		head AS (UPDATE log_heads SET last = (SELECT seq FROM ins) WHERE name = 'events' AND EXISTS (SELECT 1 FROM ins))
+		SELECT seq, account_id, inbox_id FROM ins`,
+		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
+	if err != nil {
+		return a, err
+	}
+	return a, w.notify(chanEvents)
+}
+
+// notify sends a notification on channel when w commits, once per transaction.
+func (w *wtx) notify(channel string) error {
+	if w.notified[channel] {
+		return nil
+	}
+	if _, err := w.tx.Exec(w.ctx, "SELECT pg_notify($1, '')", channel); err != nil {
+		return err
+	}
+	if w.notified == nil {
+		w.notified = map[string]bool{}
+	}
+	w.notified[channel] = true
+	return nil
+}
+
+// newRowUUID returns the UUID of a new row: version 7, whose leading timestamp makes
+// each insert land at the end of its unique index.
+func newRowUUID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// EventsCommitted returns a channel closed once events are committed after the call, by
+// this process or another (the listener hears their notifications).
+func (s *Store) EventsCommitted() <-chan struct{} { return s.events.wait() }
+
+// signal wakes the goroutines waiting for something to be committed.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wait returns the channel the next fire closes.
+func (g *signal) wait() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+	return g.ch
+}
+
+// fire wakes every waiter.
+func (g *signal) fire() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
+
+// listener holds a connection of its own that LISTENs for the notifications of every
+// process's commits and fires the signals. A connection lost is made again; the signals
+// fire then too, since notifications sent meanwhile are lost and a waiter must look for
+// itself.
+type listener struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// listenRetry is how long the listener waits before connecting again.
+const listenRetry = 200 * time.Millisecond
+
+// start connects and listens, then goes on in the background until stop.
+func (l *listener) start(ctx context.Context, cfg *pgx.ConnConfig, events *signal) error {
+	conn, err := listen(ctx, cfg)
+	if err != nil {
+		return storageError(err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go l.run(lctx, cfg, conn, events)
+	return nil
+}
+
+// listen opens a connection that listens on every channel.
+func listen(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+chanEvents); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (l *listener) run(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn, events *signal) {
+	defer close(l.done)
+	for {
+		for conn != nil {
+			if _, err := conn.WaitForNotification(ctx); err != nil {
+				conn.Close(context.Background())
+				conn = nil
+				break
+			}
+			events.fire()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(listenRetry):
+		}
+		if c, err := listen(ctx, cfg); err == nil {
+			conn = c
+			events.fire()
+		}
+	}
+}
+
+// stop ends the listener and waits for it.
+func (l *listener) stop() {
+	if l.cancel != nil {
+		l.cancel()
+		<-l.done
+	}
+}

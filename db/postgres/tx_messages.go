@@ -1,0 +1,508 @@
+package postgres
+
+import (
+	"unicode/utf8"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Writing mail in a unit of work: a new message with its parts, its thread's aggregates,
+// labels, verdicts and deletion. Every writer of a message keeps its thread's aggregates
+// (settleThread, refreshThread) and queues what search shows (enqueueIndex, log.go).
+
+// prepared is a message made ready to store: its verdicts encoded before the unit, so
+// that the unit spends its time on the rows.
+type prepared struct {
+	m          db.NewMessage
+	triage     *string // JSON of m.Triage
+	protection *string // JSON of m.Protection
+	detail     *string // JSON of m.ProtectionDetail
+}
+
+func (p *prepared) Message() *db.NewMessage { return &p.m }
+
+// Prepare encodes m's verdicts outside the unit of work (db.Units).
+func (s *Store) Prepare(m *db.NewMessage) db.Prepared { return prepare(m) }
+
+func prepare(m *db.NewMessage) *prepared {
+	p := &prepared{m: *m}
+	if m.Triage != nil {
+		p.triage = jsonText(m.Triage)
+	}
+	if m.Protection != nil {
+		p.protection = jsonText(m.Protection)
+	}
+	if m.ProtectionDetail != nil {
+		p.detail = jsonText(m.ProtectionDetail)
+	}
+	return p
+}
+
+func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
+	var st db.Stored
+	err := u.queryRow(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
+	if noRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
+	var row int64
+	err := u.queryRow("SELECT id FROM threads WHERE uuid = $1 AND inbox_id = $2", uuid, inboxID).Scan(&row)
+	if noRows(err) {
+		return 0, false, nil
+	}
+	return row, err == nil, err
+}
+
+func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, error) {
+	found := map[string]db.ThreadRef{}
+	if len(ids) == 0 {
+		return found, nil
+	}
+	rows, err := u.query(`SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = $1 AND NOT m.quarantined AND m.message_id = ANY($2)`, inboxID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var mid string
+		var t db.ThreadRef
+		if err := rows.Scan(&mid, &t.Row, &t.UUID); err != nil {
+			return nil, err
+		}
+		found[mid] = t
+	}
+	return found, rows.Err()
+}
+
+func (u *unit) NewThread(inboxID int64, uuid string) (db.ThreadRef, error) {
+	if uuid == "" {
+		uuid = newRowUUID()
+	}
+	t := db.ThreadRef{UUID: uuid}
+	err := u.queryRow("INSERT INTO threads(uuid, inbox_id) VALUES ($1, $2) RETURNING id", uuid, inboxID).Scan(&t.Row)
+	return t, err
+}
+
+func (u *unit) WriteMessage(p db.Prepared, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
+	return u.writeMessage(p.(*prepared), thread, withTriage)
+}
+
+// writeMessage writes a new message into thread with its parts, settles the thread and
+// queues the message for triage (when it asks for it) and for search.
+func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
+	n := &p.m
+	triage := p.triage
+	var cat, reply, urg *string
+	if n.Triage != nil && n.Triage.Status == db.TriageComplete {
+		cat, reply, urg = triageFilterColumns(n.Triage)
+	}
+	if !withTriage {
+		triage, cat, reply, urg = nil, nil, nil, nil
+	}
+	var delivery *string
+	if n.Delivery != nil {
+		delivery = jsonText(n.Delivery) // read now: it may change after Prepare (db.Units)
+	}
+	var rowID int64
+	err := w.queryRow(`INSERT INTO messages(uuid, inbox_id, thread_id, message_id, direction, ts, from_addr,
+		to_addrs, cc_addrs, bcc_addrs, reply_to, subject, preview, in_reply_to, refs, attachment_count,
+		quarantined, triage, tri_category, tri_reply, tri_urgency, protection, delivery, body_size, body_text, body_html)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+		RETURNING id`,
+		newRowUUID(), n.InboxID, thread.Row, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
+		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
+		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.Quarantined(),
+		triage, cat, reply, urg, p.protection, delivery, bodySize(n.Text, n.HTML), n.Text, n.HTML).Scan(&rowID)
+	if err != nil {
+		return db.Stored{}, err
+	}
+	if err := w.writeMessageParts(rowID, p); err != nil {
+		return db.Stored{}, err
+	}
+	if err := w.settleThread(thread.Row, rowID, n); err != nil {
+		return db.Stored{}, err
+	}
+	if n.QueuesTriage() {
+		if _, err := w.exec(`INSERT INTO triage_queue(message_id, next_at, created_at) VALUES ($1, 0, $2)
+			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp)); err != nil {
+			return db.Stored{}, err
+		}
+	}
+	if err := w.enqueueIndex("m.id = $1", rowID); err != nil {
+		return db.Stored{}, err
+	}
+	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil
+}
+
+// bodySize is what the thread size limit counts of a message: its text and HTML in
+// characters.
+func bodySize(text, html string) int {
+	return utf8.RuneCountInString(text) + utf8.RuneCountInString(html)
+}
+
+// writeMessageParts writes what a new message row has beside it: labels, the protection
+// detail, its raw bytes and its attachments, in chunks.
+func (w *wtx) writeMessageParts(rowID int64, p *prepared) error {
+	n := &p.m
+	if len(n.Labels) > 0 {
+		if _, err := w.exec(`INSERT INTO message_labels(message_id, label) SELECT $1, l FROM unnest($2::text[]) l
+			ON CONFLICT DO NOTHING`, rowID, n.Labels); err != nil {
+			return err
+		}
+	}
+	if p.detail != nil {
+		if _, err := w.exec(`INSERT INTO protection_details(message_id, detail) VALUES ($1, $2)
+			ON CONFLICT (message_id) DO UPDATE SET detail = excluded.detail`, rowID, *p.detail); err != nil {
+			return err
+		}
+	}
+	if err := w.insertRawChunks(rowID, n.Trace, n.Raw); err != nil {
+		return err
+	}
+	for i, a := range n.Attachments {
+		var row int64
+		if err := w.queryRow(`INSERT INTO attachments(uuid, message_id, position, filename, content_type, size)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, newRowUUID(), rowID, i, a.Filename, a.ContentType, len(a.Content)).Scan(&row); err != nil {
+			return err
+		}
+		if err := w.insertChunks("INSERT INTO attachment_chunks(attachment_id, seq, data) VALUES ($1, $2, $3)", row, "", a.Content); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertRawChunks stores the raw bytes head+rest of message row: head is the trace field
+// the SMTP listener put before the bytes the client sent, never copied in front of them
+// whole.
+func (w *wtx) insertRawChunks(messageRow int64, head string, rest []byte) error {
+	return w.insertChunks("INSERT INTO raw_chunks(message_id, seq, data) VALUES ($1, $2, $3)", messageRow, head, rest)
+}
+
+// insertChunks stores head+rest as the chunks of row, chunkSize bytes each, with insert
+// ($1 row, $2 seq, $3 data).
+func (w *wtx) insertChunks(insert string, row int64, head string, rest []byte) error {
+	var first []byte
+	for seq := 0; len(head) > 0 || len(rest) > 0; seq++ {
+		var chunk []byte
+		if len(head) > 0 {
+			k := min(len(rest), max(chunkSize-len(head), 0))
+			first = append(append(first[:0], head...), rest[:k]...)
+			chunk, head, rest = first, "", rest[k:]
+		} else {
+			k := min(len(rest), chunkSize)
+			chunk, rest = rest[:k], rest[k:]
+		}
+		if _, err := w.exec(insert, row, seq, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleThread brings a thread's aggregates up to date after message row (n) joined it.
+// A thread made for this very message (it counts no message yet: an empty thread never
+// outlives a transaction) gets them from the message itself; a reply that is the
+// thread's newest is added to the row's aggregates; anything else is recomputed.
+func (w *wtx) settleThread(threadRow, messageRow int64, n *db.NewMessage) error {
+	ts := millis(n.Timestamp)
+	var received, sent *int64
+	if n.Direction == db.Sent {
+		sent = &ts
+	} else {
+		received = &ts
+	}
+	trashed := hasLabel(n.Labels, db.LabelTrash)
+	var l threadLists
+	l.add(n.From, n.To, n.Cc)
+	tag, err := w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = 1, attachment_count = $3,
+		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
+		WHERE id = $11 AND message_count = 0`,
+		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
+		jsonList(l.senders), jsonList(l.recipients), jsonList(labelSet(n.Labels)), threadRow)
+	if err != nil || tag.RowsAffected() == 1 {
+		return err
+	}
+	return w.appendToThread(threadRow, messageRow, n, ts, trashed)
+}
+
+func hasLabel(labels []string, l string) bool {
+	for _, x := range labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// labelSet is labels sorted, each once.
+func labelSet(labels ...[]string) []string {
+	set := map[string]bool{}
+	for _, ls := range labels {
+		for _, l := range ls {
+			set[l] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+// appendToThread adds a message to the aggregates of the thread it joined when it is the
+// thread's newest (a reply arriving: the common case), from the thread row alone; any
+// other case recomputes them all.
+func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage, ts int64, trashed bool) error {
+	var (
+		lastTS                      int64
+		received, sent              *int64
+		allTrashed, quarantined     bool
+		senders, recipients, labels *string
+	)
+	err := w.queryRow(`SELECT last_ts, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels
+		FROM threads WHERE id = $1 FOR NO KEY UPDATE`, threadRow).Scan(&lastTS, &received, &sent, &allTrashed, &quarantined, &senders, &recipients, &labels)
+	if err != nil {
+		return err
+	}
+	if ts < lastTS || senders == nil || recipients == nil || labels == nil {
+		return w.refreshThread(threadRow)
+	}
+	newest := func(v *int64) *int64 {
+		if v == nil || *v < ts {
+			return &ts
+		}
+		return v
+	}
+	if n.Direction == db.Sent {
+		sent = newest(sent)
+	} else {
+		received = newest(received)
+	}
+	var l threadLists
+	for _, a := range parseList(*senders) {
+		l.add(a, nil, nil)
+	}
+	l.add("", parseList(*recipients), nil)
+	l.add(n.From, n.To, n.Cc)
+	_, err = w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = message_count + 1,
+		attachment_count = attachment_count + $3, received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7,
+		senders = $8, recipients = $9, labels = $10 WHERE id = $11`,
+		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
+		jsonList(l.senders), jsonList(l.recipients), jsonList(labelSet(parseList(*labels), n.Labels)), threadRow)
+	return err
+}
+
+// refreshThread recomputes a thread's aggregates from its messages, and drops a thread
+// that has none left. One function keeps every writer of messages consistent with it.
+func (w *wtx) refreshThread(threadID int64) error {
+	_, err := w.exec(`UPDATE threads SET
+		last_message = (SELECT id FROM messages WHERE thread_id = $1 ORDER BY ts DESC, id DESC LIMIT 1),
+		last_ts = COALESCE((SELECT MAX(ts) FROM messages WHERE thread_id = $1), 0),
+		message_count = (SELECT COUNT(*) FROM messages WHERE thread_id = $1),
+		attachment_count = (SELECT COALESCE(SUM(attachment_count), 0) FROM messages WHERE thread_id = $1),
+		received_ts = (SELECT MAX(ts) FROM messages WHERE thread_id = $1 AND direction = 'received'),
+		sent_ts = (SELECT MAX(ts) FROM messages WHERE thread_id = $1 AND direction = 'sent'),
+		all_trashed = NOT EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = $1 AND NOT EXISTS
+			(SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = 'trash')),
+		quarantined = NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = $1 AND NOT quarantined)
+		WHERE id = $1`, threadID)
+	if err != nil {
+		return err
+	}
+	tag, err := w.exec("DELETE FROM threads WHERE id = $1 AND message_count = 0", threadID)
+	if err != nil || tag.RowsAffected() > 0 {
+		return err
+	}
+	return w.keepThreadLists(threadID)
+}
+
+// keepThreadLists recomputes the lists a thread row keeps: senders and recipients in
+// order of first appearance, and the union of its messages' labels.
+func (w *wtx) keepThreadLists(threadID int64) error {
+	rows, err := w.query("SELECT from_addr, to_addrs, cc_addrs FROM messages WHERE thread_id = $1 ORDER BY ts, id", threadID)
+	if err != nil {
+		return err
+	}
+	var l threadLists
+	for rows.Next() {
+		var from, to, cc string
+		if err := rows.Scan(&from, &to, &cc); err != nil {
+			rows.Close()
+			return err
+		}
+		l.add(from, parseList(to), parseList(cc))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE threads SET senders = $1, recipients = $2, labels = (SELECT COALESCE(json_agg(label ORDER BY label), '[]')::text
+		FROM (SELECT DISTINCT l.label FROM message_labels l JOIN messages m ON m.id = l.message_id WHERE m.thread_id = $3) d)
+		WHERE id = $3`, jsonList(l.senders), jsonList(l.recipients), threadID)
+	return err
+}
+
+// threadLists collects a thread's senders and recipients, each once, in message order.
+type threadLists struct {
+	senders, recipients []string
+	seenFrom, seenTo    map[string]bool
+}
+
+func (l *threadLists) add(from string, to, cc []string) {
+	if l.seenFrom == nil {
+		l.seenFrom, l.seenTo = map[string]bool{}, map[string]bool{}
+	}
+	if from != "" && !l.seenFrom[from] {
+		l.seenFrom[from] = true
+		l.senders = append(l.senders, from)
+	}
+	for _, list := range [][]string{to, cc} {
+		for _, a := range list {
+			if !l.seenTo[a] {
+				l.seenTo[a] = true
+				l.recipients = append(l.recipients, a)
+			}
+		}
+	}
+}
+
+func (u *unit) LabelTarget(inboxID int64, thread bool, id string) (db.LabelTarget, bool, error) {
+	find := "SELECT id FROM messages WHERE inbox_id = $1 AND message_id = $2"
+	if thread {
+		find = "SELECT id FROM threads WHERE inbox_id = $1 AND uuid = $2"
+	}
+	t := db.LabelTarget{Thread: thread}
+	err := u.queryRow(find, inboxID, id).Scan(&t.Row)
+	if noRows(err) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, err
+	}
+	err = u.queryRow("SELECT EXISTS (SELECT 1 FROM messages m WHERE m.quarantined AND "+targetWhere(t)+")", t.Row).Scan(&t.Held)
+	return t, true, err
+}
+
+// targetWhere is the condition on messages m that selects what t reaches; it takes t.Row
+// as $1.
+func targetWhere(t db.LabelTarget) string {
+	if t.Thread {
+		return "m.thread_id = $1"
+	}
+	return "m.id = $1"
+}
+
+func (u *unit) Relabel(t db.LabelTarget, add, remove []string) error {
+	return u.applyLabels(add, remove, targetWhere(t), t.Row)
+}
+
+// applyLabels adds and removes labels on the messages matched by where (a condition on
+// messages m whose one argument, $1, is arg), then refreshes their threads.
+func (w *wtx) applyLabels(add, remove []string, where string, arg any) error {
+	if len(add) > 0 {
+		if _, err := w.exec(`INSERT INTO message_labels(message_id, label) SELECT m.id, l FROM messages m, unnest($2::text[]) l
+			WHERE `+where+" ON CONFLICT DO NOTHING", arg, add); err != nil {
+			return err
+		}
+	}
+	if len(remove) > 0 {
+		if _, err := w.exec("DELETE FROM message_labels WHERE label = ANY($2) AND message_id IN (SELECT m.id FROM messages m WHERE "+where+")",
+			arg, remove); err != nil {
+			return err
+		}
+	}
+	rows, err := w.query("SELECT DISTINCT m.thread_id FROM messages m WHERE "+where, arg)
+	if err != nil {
+		return err
+	}
+	var threads []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		threads = append(threads, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range threads {
+		if err := w.refreshThread(t); err != nil {
+			return err
+		}
+	}
+	// Trash and quarantine hide a message from search; other labels are not searched.
+	if hasLabel(add, db.LabelTrash) || hasLabel(remove, db.LabelTrash) || hasLabel(add, db.LabelQuarantined) || hasLabel(remove, db.LabelQuarantined) {
+		return w.enqueueIndex(where, arg)
+	}
+	return nil
+}
+
+func (u *unit) LabelsOf(t db.LabelTarget) (map[int64][]string, error) {
+	rows, err := u.query("SELECT m.id, COALESCE(l.label, '') FROM messages m LEFT JOIN message_labels l ON l.message_id = m.id WHERE "+
+		targetWhere(t)+" ORDER BY m.id, l.label", t.Row)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64][]string{}
+	for rows.Next() {
+		var id int64
+		var l string
+		if err := rows.Scan(&id, &l); err != nil {
+			return nil, err
+		}
+		if l == "" {
+			out[id] = []string{}
+			continue
+		}
+		out[id] = append(out[id], l)
+	}
+	return out, rows.Err()
+}
+
+func (u *unit) ScannedMessage(uuid string) (*db.QuarantineItem, bool, error) {
+	var it db.QuarantineItem
+	var prot *string
+	var quarantined bool
+	err := u.queryRow(`SELECT m.id, i.account_id, i.address, m.message_id, m.protection, m.quarantined
+		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.uuid = $1 AND i.retired_at IS NULL`, uuid).
+		Scan(&it.RowID, &it.AccountID, &it.Inbox, &it.MessageID, &prot, &quarantined)
+	if noRows(err) || (err == nil && prot == nil) {
+		return nil, false, db.Errorf(db.ECodeNotFound, "no scanned message %s", uuid)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := parseJSON(prot, &it.Protection); err != nil {
+		return nil, false, err
+	}
+	return &it, quarantined, nil
+}
+
+func (u *unit) SetProtection(messageRow int64, p db.Protection, held bool) error {
+	_, err := u.exec("UPDATE messages SET quarantined = $1, protection = $2 WHERE id = $3", held, jsonText(&p), messageRow)
+	return err
+}
+
+func (u *unit) DeleteMessage(messageRow int64) error {
+	var thread int64
+	if err := u.queryRow("SELECT thread_id FROM messages WHERE id = $1", messageRow).Scan(&thread); err != nil {
+		return err
+	}
+	// Queued before the row goes: the indexers drop what they no longer find.
+	if err := u.enqueueIndex("m.id = $1", messageRow); err != nil {
+		return err
+	}
+	if _, err := u.exec("DELETE FROM messages WHERE id = $1", messageRow); err != nil {
+		return err
+	}
+	return u.refreshThread(thread)
+}

@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Units of work and their isolation.
+//
+// A unit runs at READ COMMITTED, and the rules that check before they act (db.Charge,
+// the send rate limit, inbox, key and webhook limits) hold across processes because the
+// Tx method each check reads through first locks the row that serializes the checkers
+// (FOR NO KEY UPDATE, held to the commit, and each later statement sees what committed
+// before it got the lock): the account row for the account's limits and billing
+// (lockAccount), the inbox row for the send rate (lockInbox). What must be unique is
+// backed by a unique constraint (idempotency keys, Message-IDs of an inbox, addresses):
+// when two processes race, the second fails on it, and the unit runs again and finds the
+// first's row. Conflicts (a unique violation, a deadlock, a serialization failure) run the
+// unit again, up to maxAttempts, as db.Units allows.
+//
+// SERIALIZABLE with retries was the other choice. It would need no lock here, but under a
+// stream of deliveries its predicate locks on the same index pages (every delivery to an
+// inbox reads and inserts at the right edge of its message indexes) fail units that did
+// not conflict in truth, and the appends to the logs serialize the end of every unit
+// anyway (log.go). Explicit locks keep the retries to real conflicts, and name in one
+// place what a rule's check depends on.
+
+// maxAttempts bounds how often a unit of work runs when it keeps conflicting.
+const maxAttempts = 12
+
+// wtx is one run of a write transaction, and what it leaves to do after the commit.
+type wtx struct {
+	ctx context.Context
+	tx  pgx.Tx
+	now time.Time
+
+	logLocked  bool            // holds the log lock (log.go)
+	notified   map[string]bool // channels notified (log.go)
+	locked     map[string]bool // rows locked by lockAccount and lockInbox
+	savepoints int             // savepoints made, for their names
+	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
+}
+
+// write runs fn in a write transaction at READ COMMITTED, committed when fn returns nil,
+// and runs it again on a conflict (see above): fn must set its results afresh. It runs
+// without the caller's cancellation, like the SQLite store's writes: once asked for, a
+// write runs to its end, and its caller learns whether it committed.
+func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		w := &wtx{ctx: ctx, now: s.Now()}
+		err := s.writeOnce(w, fn)
+		if err == nil {
+			if w.notified[chanEvents] {
+				s.events.fire() // the listener hears it too; local readers need not wait for it
+			}
+			return nil
+		}
+		if !(conflict(err) || w.conflict || beginFailed(err)) || attempt == maxAttempts {
+			return storageError(err)
+		}
+		time.Sleep(retryPause(attempt))
+	}
+}
+
+// writeOnce runs fn once in a transaction of its own.
+func (s *Store) writeOnce(w *wtx, fn func(w *wtx) error) error {
+	tx, err := s.pool.BeginTx(w.ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return errBegin{err}
+	}
+	w.tx = tx
+	if err := runUnit(w, fn); err != nil {
+		tx.Rollback(w.ctx)
+		return err
+	}
+	return tx.Commit(w.ctx)
+}
+
+// runUnit runs fn, turning a panic into its error, so a bug in a rule fails its request
+// instead of leaving the transaction open.
+func runUnit(w *wtx, fn func(w *wtx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("db: unit of work panicked: " + stringOf(r))
+		}
+	}()
+	return fn(w)
+}
+
+func stringOf(v any) string {
+	if err, ok := v.(error); ok {
+		return err.Error()
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return "non-string panic value"
+}
+
+// errBegin is a transaction that did not start: nothing of it ran, so it may start
+// again when the failure was the connection's (a pooled connection the server closed).
+type errBegin struct{ err error }
+
+func (e errBegin) Error() string { return e.err.Error() }
+func (e errBegin) Unwrap() error { return e.err }
+
+func beginFailed(err error) bool {
+	var b errBegin
+	return errors.As(err, &b) && pgconn.SafeToRetry(b.err)
+}
+
+// retryPause is the pause before attempt+1: growing, with jitter so that two units that
+// collided do not collide again.
+func retryPause(attempt int) time.Duration {
+	base := time.Duration(attempt) * 2 * time.Millisecond
+	return base/2 + time.Duration(rand.Int64N(int64(base)))
+}
+
+// exec runs a statement of w.
+func (w *wtx) exec(sql string, args ...any) (pgconn.CommandTag, error) {
+	return w.tx.Exec(w.ctx, sql, args...)
+}
+
+// queryRow runs a query of one row of w.
+func (w *wtx) queryRow(sql string, args ...any) pgx.Row { return w.tx.QueryRow(w.ctx, sql, args...) }
+
+// query runs a query of w.
+func (w *wtx) query(sql string, args ...any) (pgx.Rows, error) {
+	return w.tx.Query(w.ctx, sql, args...)
+}
+
+// lockAccount locks an account's row for the rest of the transaction: the unit is then
+// the only one checking the account's limits and billing (see above). It does nothing for
+// an account that does not exist.
+func (w *wtx) lockAccount(accountID string) error {
+	return w.lockRow("a:"+accountID, "SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE", accountID)
+}
+
+// lockInbox locks an inbox's row for the rest of the transaction: the unit is then the
+// only one checking the inbox's send rate.
+func (w *wtx) lockInbox(inboxID int64) error {
+	return w.lockRow("i:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR NO KEY UPDATE", inboxID)
+}
+
+func (w *wtx) lockRow(key, sql string, arg any) error {
+	if w.locked[key] {
+		return nil
+	}
+	var one int
+	if err := w.queryRow(sql, arg).Scan(&one); err != nil && !noRows(err) {
+		return err
+	}
+	if w.locked == nil {
+		w.locked = map[string]bool{}
+	}
+	w.locked[key] = true
+	return nil
+}
+
+// isolated runs fn in a savepoint: when fn fails, what it wrote is undone (with the locks
+// it took and the notifications it sent) and the transaction goes on. A conflict inside
+// it still runs the whole unit again: the rule that isolated fn would otherwise take a
+// race for a real failure.
+func (w *wtx) isolated(fn func() error) error {
+	w.savepoints++
+	name := "isolated_" + strconv.Itoa(w.savepoints)
+	if _, err := w.exec("SAVEPOINT " + name); err != nil {
+		return storageError(err)
+	}
+	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
+	ferr := fn()
+	if ferr != nil {
+		if conflict(ferr) {
+			w.conflict = true
+		}
+		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
+			return storageError(err)
+		}
+		w.logLocked, w.notified, w.locked = logLocked, notified, locked
+	}
+	if _, err := w.exec("RELEASE SAVEPOINT " + name); err != nil {
+		return storageError(err)
+	}
+	return storageError(ferr)
+}
+
+func copyFlags(m map[string]bool) map[string]bool {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Update runs a unit of work (db.Units) in one transaction; fn may run more than once.
+func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
+	return s.write(ctx, func(w *wtx) error { return fn(&unit{w}) })
+}
+
+// unit is db.Tx over one run of a write transaction.
+type unit struct{ *wtx }
+
+func (u *unit) Now() time.Time { return u.now }
+
+func (u *unit) Isolated(fn func() error) error { return u.isolated(fn) }
