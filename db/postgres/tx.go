@@ -175,14 +175,7 @@ func (u *unit) AttachDomain(domain, accountID string) error {
 	return err
 }
 
-func (u *unit) KeyOwner(token string) (string, error) {
-	var owner string
-	err := u.queryRow("SELECT account_id FROM keys WHERE hash = $1", hashToken(token)).Scan(&owner)
-	if noRows(err) {
-		return "", nil
-	}
-	return owner, err
-}
+func (u *unit) KeyOwner(token string) (string, error) { return keyOwner(u.ctx, u.tx, token) }
 
 func (u *unit) LiveInboxOf(accountID, address string) (int64, bool, error) {
 	var id int64

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"unicode/utf8"
 
 	"github.com/inboxd/inboxd/db"
@@ -505,4 +506,12 @@ func (u *unit) DeleteMessage(messageRow int64) error {
 		return err
 	}
 	return u.refreshThread(thread)
+}
+
+// rawOf returns the raw RFC 5322 bytes of message row, its chunks joined in the database
+// (one round trip); nil when the message has none (or is gone).
+func rawOf(ctx context.Context, q querier, messageRow int64) ([]byte, error) {
+	var raw []byte
+	err := q.QueryRow(ctx, "SELECT string_agg(data, ''::bytea ORDER BY seq) FROM raw_chunks WHERE message_id = $1", messageRow).Scan(&raw)
+	return raw, err
 }

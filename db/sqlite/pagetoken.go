@@ -1,26 +1,18 @@
 package sqlite
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/inboxd/inboxd/db"
 )
 
-// A page token is an opaque keyset cursor: the sort key of the last item returned, bound
-// to the list it came from (account, inbox, filters) and signed with a server secret, so a
-// client can neither forge one nor carry one over to another account's list.
-type cursor struct {
-	Scope string `json:"s"` // hash of what the list is bound to
-	TS    int64  `json:"t"`
-	ID    int64  `json:"i"`
-}
+// A page token is an opaque keyset cursor (db.PageCursor), signed with a server secret
+// (db.Signer.PageToken), so a client can neither forge one nor carry one over to another
+// account's list.
+type cursor = db.PageCursor
 
 func (s *Store) encodeToken(scope string, ts, id int64) string {
-	payload, _ := json.Marshal(cursor{Scope: scope, TS: ts, ID: id})
-	return s.signToken("", payload)
+	return s.tokens.PageToken(scope, ts, id)
 }
 
 // keyset is the end of a page query over the (ts, id) columns: the rows after cursor c
@@ -55,43 +47,18 @@ func cutPage[T any](s *Store, scope string, rows []T, limit int, key func(T) (ts
 // decodeToken returns the cursor of token, which must have been issued for scope.
 // An empty token means the first page.
 func (s *Store) decodeToken(token, scope string) (*cursor, error) {
-	if token == "" {
-		return nil, nil
-	}
-	bad := db.Errorf(db.ECodeInvalidArgument, "pageToken: invalid page token")
-	payload, ok := s.openToken("", token)
-	if !ok {
-		return nil, bad
-	}
-	var c cursor
-	if err := json.Unmarshal(payload, &c); err != nil || c.Scope != scope {
-		return nil, bad
-	}
-	return &c, nil
+	return s.tokens.DecodePageToken(token, scope)
 }
 
-// pageTokenMAC is the size of a page token's MAC in bytes: 128 bits keep forgery out of
-// reach and the token short.
-const pageTokenMAC = 16
+// pageTokenMAC is the size of a page token's MAC in bytes (db.PageTokenMAC).
+const pageTokenMAC = db.PageTokenMAC
 
-// signToken makes a token of payload: the payload and a MAC of domain and payload keyed
-// with the server secret, both base64url, joined by a dot. domain keeps the tokens of one
-// kind from being taken for another's.
+// signToken makes a token of payload for domain (db.Signer.SealToken).
 func (s *Store) signToken(domain string, payload []byte) string {
-	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.tokens.Sign([]byte(domain), payload))
+	return s.tokens.SealToken(domain, payload)
 }
 
-// openToken returns the payload of a token signed for domain, or false if it is malformed
-// or its MAC does not match.
+// openToken returns the payload of a token signed for domain (db.Signer.OpenToken).
 func (s *Store) openToken(domain, token string) ([]byte, bool) {
-	p, sig, ok := strings.Cut(token, ".")
-	if !ok {
-		return nil, false
-	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(p)
-	got, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil || !s.tokens.Verify(got, []byte(domain), payload) {
-		return nil, false
-	}
-	return payload, true
+	return s.tokens.OpenToken(domain, token)
 }
