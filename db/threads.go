@@ -23,3 +23,29 @@ func CheckThreadBodies(bytes int64) error {
 	}
 	return nil
 }
+
+// Participants collects a thread's senders and recipients, each once, in order of first
+// appearance: what listThreads shows of a thread, which the stores keep on its row.
+type Participants struct {
+	Senders, Recipients []string
+	seenFrom, seenTo    map[string]bool
+}
+
+// Add adds a message's sender and its To and Cc recipients.
+func (p *Participants) Add(from string, to, cc []string) {
+	if p.seenFrom == nil {
+		p.seenFrom, p.seenTo = map[string]bool{}, map[string]bool{}
+	}
+	if from != "" && !p.seenFrom[from] {
+		p.seenFrom[from] = true
+		p.Senders = append(p.Senders, from)
+	}
+	for _, list := range [][]string{to, cc} {
+		for _, a := range list {
+			if !p.seenTo[a] {
+				p.seenTo[a] = true
+				p.Recipients = append(p.Recipients, a)
+			}
+		}
+	}
+}

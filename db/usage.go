@@ -120,3 +120,35 @@ func IncludedUnits(p Plan, feature string) int64 {
 	}
 	return 0
 }
+
+// UsageCounts are what a store counts for an account's usage report.
+type UsageCounts struct {
+	Inboxes, Domains, Sends, Triage int64 // live inboxes, custom domains, units spent this period
+	InboxQuota                      *int64
+}
+
+// UsageOf is the usage report of an account on plan with counts c, at now.
+func UsageOf(plan string, c UsageCounts, now time.Time) *Usage {
+	u := &Usage{Billing: "metered", Inboxes: UsageInboxes{Count: c.Inboxes, Limit: c.InboxQuota}, Features: []Feature{}, Plans: Plans()}
+	p, ok := PlanByID(plan)
+	if !ok {
+		u.Billing = PlanExempt
+		return u
+	}
+	end := Time{Time: BillingPeriodEnd(now)}.String()
+	u.Plan = &UsagePlan{PlanID: p.PlanID, Status: "active", CurrentPeriodEnd: &end}
+	feature := func(name string, granted, used int64, resets *string) Feature {
+		rem := max(granted-used, 0)
+		return Feature{Feature: name, Granted: &granted, Used: used, Remaining: &rem, ResetsAt: resets}
+	}
+	// storage_mb and seats are declared by the catalog but not metered (as on the hosted service).
+	u.Features = []Feature{
+		feature(FeatureInboxes, p.Included.Inboxes, c.Inboxes, nil),
+		feature(FeatureSends, p.Included.Sends, c.Sends, &end),
+		feature(FeatureTriage, p.Included.Triage, c.Triage, &end),
+		feature("custom_domains", p.Included.CustomDomains, c.Domains, nil),
+		feature("storage_mb", p.Included.StorageMb, 0, nil),
+		feature("seats", p.Included.Seats, 1, nil),
+	}
+	return u
+}

@@ -97,38 +97,17 @@ func (s *Store) GetUsage(ctx context.Context, accountID string) (*db.Usage, erro
 		if err != nil {
 			return err
 		}
-		var count, domains, sends, triage int64
-		var quota *int64
+		var c db.UsageCounts
 		period := db.BillingPeriod(now)
 		if err := tx.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM inboxes WHERE account_id = $1 AND retired_at IS NULL), inbox_quota,
 			(SELECT COUNT(*) FROM account_domains WHERE account_id = $1),
 			COALESCE((SELECT used FROM usage WHERE account_id = $1 AND period = $2 AND feature = $3), 0),
 			COALESCE((SELECT used FROM usage WHERE account_id = $1 AND period = $2 AND feature = $4), 0)
 			FROM accounts WHERE id = $1`, accountID, period, db.FeatureSends, db.FeatureTriage).
-			Scan(&count, &quota, &domains, &sends, &triage); err != nil {
+			Scan(&c.Inboxes, &c.InboxQuota, &c.Domains, &c.Sends, &c.Triage); err != nil {
 			return err
 		}
-		u = &db.Usage{Billing: "metered", Inboxes: db.UsageInboxes{Count: count, Limit: quota}, Features: []db.Feature{}, Plans: db.Plans()}
-		p, ok := db.PlanByID(plan)
-		if !ok {
-			u.Billing = db.PlanExempt
-			return nil
-		}
-		end := db.Time{Time: db.BillingPeriodEnd(now)}.String()
-		u.Plan = &db.UsagePlan{PlanID: p.PlanID, Status: "active", CurrentPeriodEnd: &end}
-		feature := func(name string, granted, used int64, resets *string) db.Feature {
-			rem := max(granted-used, 0)
-			return db.Feature{Feature: name, Granted: &granted, Used: used, Remaining: &rem, ResetsAt: resets}
-		}
-		// storage_mb and seats are declared by the catalog but not metered (as on the hosted service).
-		u.Features = []db.Feature{
-			feature(db.FeatureInboxes, p.Included.Inboxes, count, nil),
-			feature(db.FeatureSends, p.Included.Sends, sends, &end),
-			feature(db.FeatureTriage, p.Included.Triage, triage, &end),
-			feature("custom_domains", p.Included.CustomDomains, domains, nil),
-			feature("storage_mb", p.Included.StorageMb, 0, nil),
-			feature("seats", p.Included.Seats, 1, nil),
-		}
+		u = db.UsageOf(plan, c, now)
 		return nil
 	})
 	return u, err

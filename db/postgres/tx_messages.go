@@ -222,13 +222,13 @@ func (w *wtx) settleThread(threadRow, messageRow int64, n *db.NewMessage) error 
 		received = &ts
 	}
 	trashed := hasLabel(n.Labels, db.LabelTrash)
-	var l threadLists
-	l.add(n.From, n.To, n.Cc)
+	var l db.Participants
+	l.Add(n.From, n.To, n.Cc)
 	tag, err := w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = 1, attachment_count = $3,
 		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
 		WHERE id = $11 AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
-		jsonList(l.senders), jsonList(l.recipients), jsonList(labelSet(n.Labels)), threadRow)
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow)
 	if err != nil || tag.RowsAffected() == 1 {
 		return err
 	}
@@ -284,17 +284,17 @@ func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage, ts i
 	} else {
 		received = newest(received)
 	}
-	var l threadLists
+	var l db.Participants
 	for _, a := range parseList(*senders) {
-		l.add(a, nil, nil)
+		l.Add(a, nil, nil)
 	}
-	l.add("", parseList(*recipients), nil)
-	l.add(n.From, n.To, n.Cc)
+	l.Add("", parseList(*recipients), nil)
+	l.Add(n.From, n.To, n.Cc)
 	_, err = w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = message_count + 1,
 		attachment_count = attachment_count + $3, received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7,
 		senders = $8, recipients = $9, labels = $10 WHERE id = $11`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		jsonList(l.senders), jsonList(l.recipients), jsonList(labelSet(parseList(*labels), n.Labels)), threadRow)
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(parseList(*labels), n.Labels)), threadRow)
 	return err
 }
 
@@ -329,14 +329,14 @@ func (w *wtx) keepThreadLists(threadID int64) error {
 	if err != nil {
 		return err
 	}
-	var l threadLists
+	var l db.Participants
 	for rows.Next() {
 		var from, to, cc string
 		if err := rows.Scan(&from, &to, &cc); err != nil {
 			rows.Close()
 			return err
 		}
-		l.add(from, parseList(to), parseList(cc))
+		l.Add(from, parseList(to), parseList(cc))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -344,32 +344,8 @@ func (w *wtx) keepThreadLists(threadID int64) error {
 	}
 	_, err = w.exec(`UPDATE threads SET senders = $1, recipients = $2, labels = (SELECT COALESCE(json_agg(label ORDER BY label), '[]')::text
 		FROM (SELECT DISTINCT l.label FROM message_labels l JOIN messages m ON m.id = l.message_id WHERE m.thread_id = $3) d)
-		WHERE id = $3`, jsonList(l.senders), jsonList(l.recipients), threadID)
+		WHERE id = $3`, jsonList(l.Senders), jsonList(l.Recipients), threadID)
 	return err
-}
-
-// threadLists collects a thread's senders and recipients, each once, in message order.
-type threadLists struct {
-	senders, recipients []string
-	seenFrom, seenTo    map[string]bool
-}
-
-func (l *threadLists) add(from string, to, cc []string) {
-	if l.seenFrom == nil {
-		l.seenFrom, l.seenTo = map[string]bool{}, map[string]bool{}
-	}
-	if from != "" && !l.seenFrom[from] {
-		l.seenFrom[from] = true
-		l.senders = append(l.senders, from)
-	}
-	for _, list := range [][]string{to, cc} {
-		for _, a := range list {
-			if !l.seenTo[a] {
-				l.seenTo[a] = true
-				l.recipients = append(l.recipients, a)
-			}
-		}
-	}
 }
 
 func (u *unit) LabelTarget(inboxID int64, thread bool, id string) (db.LabelTarget, bool, error) {

@@ -25,7 +25,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 		trashed = trashed || l == db.LabelTrash
 	}
 	var l threadLists
-	l.add(n.From, n.To, n.Cc)
+	l.Add(n.From, n.To, n.Cc)
 	labels := map[string]bool{}
 	for _, lb := range n.Labels {
 		labels[lb] = true
@@ -35,7 +35,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?, senders = ?, recipients = ?, labels = ?
 		WHERE id = ? AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
-		jsonList(l.senders), jsonList(l.recipients), jsonList(l.labels), threadRow)
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(l.labels), threadRow)
 	if err != nil {
 		return err
 	}
@@ -70,10 +70,10 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 	}
 	l := threadLists{}
 	for _, a := range parseList(senders.String) {
-		l.add(a, nil, nil)
+		l.Add(a, nil, nil)
 	}
-	l.add("", parseList(recipients.String), nil)
-	l.add(n.From, n.To, n.Cc)
+	l.Add("", parseList(recipients.String), nil)
+	l.Add(n.From, n.To, n.Cc)
 	set := map[string]bool{}
 	for _, lb := range append(parseList(labels.String), n.Labels...) {
 		set[lb] = true
@@ -82,6 +82,6 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 		attachment_count = attachment_count + ?, received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?,
 		senders = ?, recipients = ?, labels = ? WHERE id = ?`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		jsonList(l.senders), jsonList(l.recipients), jsonList(sortedKeys(set)), threadRow)
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(sortedKeys(set)), threadRow)
 	return err
 }

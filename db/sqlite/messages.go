@@ -244,7 +244,7 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 			rows.Close()
 			return err
 		}
-		l.add(from, parseList(to), parseList(cc))
+		l.Add(from, parseList(to), parseList(cc))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -268,32 +268,14 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, "UPDATE threads SET senders = ?, recipients = ?, labels = ? WHERE id = ?",
-		jsonList(l.senders), jsonList(l.recipients), jsonList(l.labels), threadID)
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(l.labels), threadID)
 	return err
 }
 
-// threadLists collects a thread's senders and recipients, each once, in message order.
+// threadLists are the lists a thread row keeps: its participants and its labels.
 type threadLists struct {
-	senders, recipients, labels []string
-	seenFrom, seenTo            map[string]bool
-}
-
-func (l *threadLists) add(from string, to, cc []string) {
-	if l.seenFrom == nil {
-		l.seenFrom, l.seenTo = map[string]bool{}, map[string]bool{}
-	}
-	if from != "" && !l.seenFrom[from] {
-		l.seenFrom[from] = true
-		l.senders = append(l.senders, from)
-	}
-	for _, list := range [][]string{to, cc} {
-		for _, a := range list {
-			if !l.seenTo[a] {
-				l.seenTo[a] = true
-				l.recipients = append(l.recipients, a)
-			}
-		}
-	}
+	db.Participants
+	labels []string
 }
 
 func triageFilterColumns(t *db.Triage) (cat, reply, urg sql.NullString) {

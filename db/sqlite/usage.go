@@ -46,48 +46,25 @@ func (s *Store) GetUsage(ctx context.Context, accountID string) (*db.Usage, erro
 		if err != nil {
 			return err
 		}
-		var count int64
+		var c db.UsageCounts
 		var quota sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM inboxes WHERE account_id = ?1 AND retired_at IS NULL),
-			inbox_quota FROM accounts WHERE id = ?1`, accountID).Scan(&count, &quota); err != nil {
+			inbox_quota FROM accounts WHERE id = ?1`, accountID).Scan(&c.Inboxes, &quota); err != nil {
 			return err
 		}
-		u = &db.Usage{Billing: "metered", Inboxes: db.UsageInboxes{Count: count}, Features: []db.Feature{}, Plans: db.Plans()}
 		if quota.Valid {
-			u.Inboxes.Limit = &quota.Int64
+			c.InboxQuota = &quota.Int64
 		}
-		p, ok := db.PlanByID(plan)
-		if !ok {
-			u.Billing = db.PlanExempt
-			return nil
-		}
-		end := db.Time{Time: db.BillingPeriodEnd(now)}.String()
-		u.Plan = &db.UsagePlan{PlanID: p.PlanID, Status: "active", CurrentPeriodEnd: &end}
-		domains, err := countRows(ctx, tx, "SELECT COUNT(*) FROM account_domains WHERE account_id = ?", accountID)
-		if err != nil {
+		if c.Domains, err = countRows(ctx, tx, "SELECT COUNT(*) FROM account_domains WHERE account_id = ?", accountID); err != nil {
 			return err
 		}
-		sends, err := usedUnits(ctx, tx, accountID, db.FeatureSends, db.BillingPeriod(now))
-		if err != nil {
+		if c.Sends, err = usedUnits(ctx, tx, accountID, db.FeatureSends, db.BillingPeriod(now)); err != nil {
 			return err
 		}
-		triage, err := usedUnits(ctx, tx, accountID, db.FeatureTriage, db.BillingPeriod(now))
-		if err != nil {
+		if c.Triage, err = usedUnits(ctx, tx, accountID, db.FeatureTriage, db.BillingPeriod(now)); err != nil {
 			return err
 		}
-		feature := func(name string, granted, used int64, resets *string) db.Feature {
-			rem := max(granted-used, 0)
-			return db.Feature{Feature: name, Granted: &granted, Used: used, Remaining: &rem, ResetsAt: resets}
-		}
-		// storage_mb and seats are declared by the catalog but not metered (as on the hosted service).
-		u.Features = []db.Feature{
-			feature(db.FeatureInboxes, p.Included.Inboxes, count, nil),
-			feature(db.FeatureSends, p.Included.Sends, sends, &end),
-			feature(db.FeatureTriage, p.Included.Triage, triage, &end),
-			feature("custom_domains", p.Included.CustomDomains, domains, nil),
-			feature("storage_mb", p.Included.StorageMb, 0, nil),
-			feature("seats", p.Included.Seats, 1, nil),
-		}
+		u = db.UsageOf(plan, c, now)
 		return nil
 	})
 	return u, err
