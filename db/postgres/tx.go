@@ -44,7 +44,13 @@ func (u *unit) SpendUnit(accountID, feature, period string) error {
 	return err
 }
 
+// SendRecord locks the inbox first: a send's idempotency, rate and billing checks begin
+// here, so two processes sending with one key run one after the other, and the second
+// finds the first's record.
 func (u *unit) SendRecord(inboxID int64, key string) (*db.SendRecord, error) {
+	if err := u.lockInbox(inboxID); err != nil {
+		return nil, err
+	}
 	r := db.SendRecord{Key: key}
 	err := u.queryRow("SELECT fingerprint, message_id, thread_id FROM sends WHERE inbox_id = $1 AND idem_key = $2",
 		inboxID, key).Scan(&r.Fingerprint, &r.Result.MessageID, &r.Result.ThreadID)

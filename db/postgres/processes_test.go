@@ -1,0 +1,240 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/postgres"
+	"github.com/inboxd/inboxd/db/postgres/pgtest"
+)
+
+// Tests of what holds across several processes on one database: each "process" is a
+// store of its own (its own pool and listener) on the same database.
+
+// cluster is n stores on one fresh database with an exempt account "acme" and its inbox.
+type cluster struct {
+	url    string
+	stores []*postgres.Store
+	inbox  *db.Inbox
+}
+
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	c := &cluster{url: url}
+	for range n {
+		c.stores = append(c.stores, open(t, url, time.Now))
+	}
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	var err error
+	c.inbox, err = db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "acme", Address: "me@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	return c
+}
+
+// each runs fn n times at once, spread over the stores, and returns the errors.
+func (c *cluster) each(n int, fn func(i int, st *postgres.Store) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i, c.stores[i%len(c.stores)])
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func sendRequest(in *db.Inbox, key string, rateLimit int) db.SendRequest {
+	now := time.Now()
+	return db.SendRequest{AccountID: in.AccountID, IdempotencyKey: key, Fingerprint: []byte(key), Recipients: []string{"bob@far.test"},
+		RateLimit: rateLimit, Message: db.NewMessage{InboxID: in.ID, MessageID: "<" + key + "@x.test>", Direction: db.Sent, From: in.Address,
+			To: []string{"bob@far.test"}, Subject: "sent " + key, Text: "text", Timestamp: now, Labels: db.InitialLabels(db.Sent, false, nil),
+			Raw: []byte("Subject: sent " + key + "\r\n\r\ntext\r\n")}}
+}
+
+// One idempotency key sent through several processes at once is one send: every answer
+// names the same message, and all but one are deduplicated.
+func TestIdempotencyHoldsAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 3)
+	results := make([]db.SendResult, 9)
+	errs := c.each(9, func(i int, st *postgres.Store) (err error) {
+		results[i], err = db.CommitSend(context.Background(), st, sendRequest(c.inbox, "same", 100))
+		return err
+	})
+	fresh := 0
+	for i, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+		qt.Assert(t, results[i].MessageID, qt.Equals, "<same@x.test>")
+		if !results[i].Deduplicated {
+			fresh++
+		}
+	}
+	qt.Assert(t, fresh, qt.Equals, 1)
+}
+
+// An inbox's send rate holds across processes: of twelve sends at once with a limit of
+// five, five are sent and the rest are rate_limited.
+func TestSendRateHoldsAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 3)
+	errs := c.each(12, func(i int, st *postgres.Store) error {
+		_, err := db.CommitSend(context.Background(), st, sendRequest(c.inbox, fmt.Sprintf("k%d", i), 5))
+		return err
+	})
+	sent := 0
+	for _, err := range errs {
+		if err == nil {
+			sent++
+			continue
+		}
+		qt.Assert(t, db.ErrorCode(err), qt.Equals, db.ECodeRateLimited, qt.Commentf("%v", err))
+	}
+	qt.Assert(t, sent, qt.Equals, 5)
+}
+
+// One Message-ID delivered to an inbox through several processes at once is stored once.
+func TestConcurrentDeliveriesOfOneMessageStoreItOnce(t *testing.T) {
+	c := newCluster(t, 2)
+	stored := make([][]db.Stored, 6)
+	errs := c.each(6, func(i int, st *postgres.Store) (err error) {
+		stored[i], err = db.Deliver(context.Background(), st, []db.NewMessage{received(c.inbox, "<dup@far.test>")})
+		return err
+	})
+	fresh := 0
+	for i, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+		if !stored[i][0].Existed {
+			fresh++
+		}
+	}
+	qt.Assert(t, fresh, qt.Equals, 1)
+}
+
+func received(in *db.Inbox, messageID string) db.NewMessage {
+	return db.NewMessage{InboxID: in.ID, MessageID: messageID, Direction: db.Received, From: "ann@far.test", To: []string{in.Address},
+		Subject: "about " + messageID, Text: "body", Preview: "body", Timestamp: time.Now(), Labels: db.InitialLabels(db.Received, false, nil),
+		Triage: &db.Triage{Status: db.TriagePending}, QueueTriage: true, Raw: []byte("Message-ID: " + messageID + "\r\n\r\nbody\r\n")}
+}
+
+// Processes claiming triage at once never take the same message, and a message whose
+// claim was not finished is claimed again once its lease has run out.
+func TestTriageClaimsAreLeasedAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 3)
+	ctx := context.Background()
+	for i := range 30 {
+		_, err := db.Deliver(ctx, c.stores[0], []db.NewMessage{received(c.inbox, fmt.Sprintf("<t%d@far.test>", i))})
+		qt.Assert(t, err, qt.IsNil)
+	}
+	claimed := make([][]int64, 6)
+	errs := c.each(6, func(i int, st *postgres.Store) error {
+		return st.Update(ctx, func(tx db.Tx) error {
+			due, err := tx.DueTriage(tx.Now(), 5, nil)
+			claimed[i] = claimed[i][:0]
+			for _, d := range due {
+				claimed[i] = append(claimed[i], d.Job.MessageRow)
+			}
+			return err
+		})
+	})
+	seen := map[int64]bool{}
+	for i, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+		for _, row := range claimed[i] {
+			qt.Assert(t, seen[row], qt.IsFalse, qt.Commentf("message %d claimed twice", row))
+			seen[row] = true
+		}
+	}
+	qt.Assert(t, seen, qt.HasLen, 30)
+	later := func(st *postgres.Store, at time.Time) (n int) {
+		qt.Assert(t, st.Update(ctx, func(tx db.Tx) error {
+			due, err := tx.DueTriage(at, 100, nil)
+			n = len(due)
+			return err
+		}), qt.IsNil)
+		return n
+	}
+	qt.Assert(t, later(c.stores[1], time.Now()), qt.Equals, 0)
+	qt.Assert(t, later(c.stores[2], time.Now().Add(time.Hour)), qt.Equals, 30)
+}
+
+// A reader that follows the event log and the change log by seq, while several processes
+// append to them at once, never skips an entry: nothing commits with a seq below one a
+// reader has passed (log.go).
+func TestLogReadersSkipNothingWhileProcessesAppend(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.url)
+	qt.Assert(t, err, qt.IsNil)
+	defer conn.Close(ctx)
+	done := make(chan struct{})
+	seen := map[string]map[int64]bool{"events": {}, "index_queue": {}}
+	readerDone := make(chan error, 1)
+	go func() {
+		cursor := map[string]int64{}
+		for {
+			finished := false
+			select {
+			case <-done:
+				finished = true // one more read after the writers are done
+			default:
+			}
+			for table := range seen {
+				rows, err := conn.Query(ctx, "SELECT seq FROM "+table+" WHERE seq > $1 ORDER BY seq", cursor[table])
+				if err != nil {
+					readerDone <- err
+					return
+				}
+				seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+				if err != nil {
+					readerDone <- err
+					return
+				}
+				for _, s := range seqs {
+					seen[table][s] = true
+					cursor[table] = s
+				}
+			}
+			if finished {
+				readerDone <- nil
+				return
+			}
+		}
+	}()
+	errs := c.each(16, func(i int, st *postgres.Store) error {
+		for j := range 15 {
+			if _, err := db.Deliver(ctx, st, []db.NewMessage{received(c.inbox, fmt.Sprintf("<m%d.%d@far.test>", i, j))}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	close(done)
+	for _, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+	}
+	qt.Assert(t, <-readerDone, qt.IsNil)
+	for table, got := range seen {
+		rows, err := conn.Query(ctx, "SELECT seq FROM "+table)
+		qt.Assert(t, err, qt.IsNil)
+		all, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		qt.Assert(t, err, qt.IsNil)
+		missed := 0
+		for _, s := range all {
+			if !got[s] {
+				missed++
+			}
+		}
+		qt.Assert(t, missed, qt.Equals, 0, qt.Commentf("%s: the reader skipped %d of %d entries", table, missed, len(all)))
+		qt.Assert(t, len(all) >= 16*15, qt.IsTrue)
+	}
+}
