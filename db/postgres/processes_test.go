@@ -91,15 +91,38 @@ func TestSendRateHoldsAcrossProcesses(t *testing.T) {
 		_, err := db.CommitSend(context.Background(), st, sendRequest(c.inbox, fmt.Sprintf("k%d", i), 5))
 		return err
 	})
-	sent := 0
+	qt.Assert(t, granted(t, errs, db.ECodeRateLimited), qt.Equals, 5)
+}
+
+// An account's billing limit holds across processes: of ten sends at once on an account
+// with one unit left, one is sent and the rest are refused with billing_limit.
+func TestBillingLimitHoldsAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
+	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	free, _ := db.PlanByID("free")
+	qt.Assert(t, c.stores[0].SetUsage(ctx, "bee", db.FeatureSends, db.IncludedUnits(free, db.FeatureSends)-1), qt.IsNil)
+	errs := c.each(10, func(i int, st *postgres.Store) error {
+		_, err := db.CommitSend(ctx, st, sendRequest(in, fmt.Sprintf("k%d", i), 100))
+		return err
+	})
+	qt.Assert(t, granted(t, errs, db.ECodeBillingLimit), qt.Equals, 1)
+}
+
+// granted counts the nil errors of errs; every other must carry code.
+func granted(t *testing.T, errs []error, code string) int {
+	t.Helper()
+	n := 0
 	for _, err := range errs {
 		if err == nil {
-			sent++
+			n++
 			continue
 		}
-		qt.Assert(t, db.ErrorCode(err), qt.Equals, db.ECodeRateLimited, qt.Commentf("%v", err))
+		qt.Assert(t, db.ErrorCode(err), qt.Equals, code, qt.Commentf("%v", err))
 	}
-	qt.Assert(t, sent, qt.Equals, 5)
+	return n
 }
 
 // One Message-ID delivered to an inbox through several processes at once is stored once.

@@ -52,37 +52,6 @@ func TestProcessesStartingTogetherShareOneSchema(t *testing.T) {
 	}
 }
 
-// A limit checked in a unit of work holds when processes race for the last unit: of ten
-// sends' charges on an account with one unit left, exactly one is granted.
-func TestBillingLimitHoldsAcrossProcesses(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	a, b := open(t, url, nil), open(t, url, nil)
-	ctx := context.Background()
-	qt.Assert(t, db.EnsureAccount(ctx, a, db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
-	free, _ := db.PlanByID("free")
-	qt.Assert(t, a.SetUsage(ctx, "bee", db.FeatureSends, db.IncludedUnits(free, db.FeatureSends)-1), qt.IsNil)
-	var wg sync.WaitGroup
-	errs := make([]error, 10)
-	for i := range errs {
-		st := []*postgres.Store{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = st.Update(ctx, func(tx db.Tx) error { return db.Charge(tx, "bee", db.FeatureSends, tx.Now()) })
-		}()
-	}
-	wg.Wait()
-	granted := 0
-	for _, err := range errs {
-		if err == nil {
-			granted++
-			continue
-		}
-		qt.Assert(t, db.ErrorCode(err), qt.Equals, db.ECodeBillingLimit, qt.Commentf("%v", err))
-	}
-	qt.Assert(t, granted, qt.Equals, 1)
-}
-
 // Two processes creating one account at once both succeed: the second's insert conflicts,
 // and its unit runs again.
 func TestConflictingUnitsRunAgain(t *testing.T) {
