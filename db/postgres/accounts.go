@@ -65,6 +65,9 @@ func (s *Store) DomainServed(ctx context.Context, domain string) (bool, error) {
 func (s *Store) SetAccountDisabled(ctx context.Context, accountID string, disabled bool) error {
 	var n int64
 	err := s.write(ctx, func(w *wtx) error {
+		if err := w.authChanged(); err != nil {
+			return err
+		}
 		tag, err := w.exec("UPDATE accounts SET disabled = $1 WHERE id = $2", disabled, accountID)
 		n = tag.RowsAffected()
 		return err

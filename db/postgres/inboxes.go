@@ -9,16 +9,16 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// Inboxes are read from the database on every request, uncached: several processes
-// change them, and a retired inbox must be retired on all of them at once (extensions
-// section 9). The lookup is one primary-key or unique-index probe.
+// Inboxes by address are read through the process's cache (cache.go), which every change
+// to an inbox, by any process, empties: a retired inbox is retired on every process
+// (extensions section 9).
 
 // InboxByAddress returns an inbox of the account by its address (any case).
 //
 // Errors: not_found (unknown, or another account's), inbox_retired (deleted).
 func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (*db.Inbox, error) {
 	addr := strings.ToLower(address)
-	in, err := s.inboxWhere(ctx, "i.address = $1", addr)
+	in, err := s.inboxAt(ctx, addr)
 	if noRows(err) || (err == nil && in.AccountID != accountID) {
 		return nil, db.Errorf(db.ECodeNotFound, "inbox %s not found", addr)
 	}
@@ -46,9 +46,22 @@ func (s *Store) InboxByRowID(ctx context.Context, id int64) (*db.Inbox, error) {
 //
 // Errors: not_found.
 func (s *Store) LocalInbox(ctx context.Context, address string) (*db.Inbox, error) {
-	in, err := s.inboxWhere(ctx, "i.address = $1", strings.ToLower(address))
+	in, err := s.inboxAt(ctx, strings.ToLower(address))
 	if noRows(err) {
 		return nil, db.Errorf(db.ECodeNotFound, "no inbox at %s", address)
+	}
+	return in, err
+}
+
+// inboxAt reads the inbox at addr (lowercase) through the cache; pgx.ErrNoRows when none.
+func (s *Store) inboxAt(ctx context.Context, addr string) (*db.Inbox, error) {
+	if in, ok := s.cache.inboxes.get(addr); ok {
+		return in.Clone(), nil
+	}
+	gen := s.cache.inboxes.generation()
+	in, err := s.inboxWhere(ctx, "i.address = $1", addr)
+	if err == nil {
+		s.cache.inboxes.put(addr, gen, *in.Clone())
 	}
 	return in, err
 }
@@ -102,6 +115,9 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 // UpdateInboxGroup moves an inbox to a group, or out of any group when group is nil.
 func (s *Store) UpdateInboxGroup(ctx context.Context, in *db.Inbox, group *string) (*db.Inbox, error) {
 	err := s.write(ctx, func(w *wtx) error {
+		if err := w.authChanged(); err != nil {
+			return err
+		}
 		_, err := w.exec("UPDATE inboxes SET grp = $1 WHERE id = $2 AND retired_at IS NULL", group, in.ID)
 		return err
 	})
@@ -117,6 +133,9 @@ func (s *Store) UpdateInboxGroup(ctx context.Context, in *db.Inbox, group *strin
 // servers, so it always succeeds; calling it on a ready inbox is a no-op.
 func (s *Store) FinishSetup(ctx context.Context, in *db.Inbox) (*db.Inbox, error) {
 	err := s.write(ctx, func(w *wtx) error {
+		if err := w.authChanged(); err != nil {
+			return err
+		}
 		_, err := w.exec("UPDATE inboxes SET delivery_status = $1 WHERE id = $2 AND retired_at IS NULL", db.DeliveryReady, in.ID)
 		return err
 	})
@@ -136,6 +155,9 @@ func (s *Store) FinishSetup(ctx context.Context, in *db.Inbox) (*db.Inbox, error
 func (s *Store) DeleteInbox(ctx context.Context, in *db.Inbox) error {
 	return s.write(ctx, func(w *wtx) error {
 		if err := w.lockInbox(in.ID); err != nil {
+			return err
+		}
+		if err := w.authChanged(); err != nil {
 			return err
 		}
 		for _, q := range []string{

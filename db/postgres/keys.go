@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,9 +13,9 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// Keys are resolved from the database on every request: a key revoked, an account
-// disabled or an inbox deleted through any process stops its keys on every process at
-// once (extensions section 9). The lookup is one probe of the unique hash index.
+// Keys are resolved through the process's cache (cache.go), which every change to keys,
+// accounts or inboxes, by any process, empties: a key revoked, an account disabled or an
+// inbox deleted stops its keys on every process (extensions section 9).
 
 // KeyOwner returns the account a token is a key of, or "" when there is no such key.
 func (s *Store) KeyOwner(ctx context.Context, token string) (string, error) {
@@ -45,11 +47,23 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*db.Principal, 
 	if err := db.CheckTokenShape(token); err != nil {
 		return nil, err
 	}
-	k, err := s.storedKey(ctx, hashToken(token))
+	hash := hashToken(token)
+	k, ok := s.cache.keys.get([sha256.Size]byte(hash))
+	if !ok {
+		gen := s.cache.keys.generation()
+		var err error
+		if k, err = s.storedKey(ctx, hash); err != nil {
+			return nil, err
+		}
+		s.cache.keys.put([sha256.Size]byte(hash), gen, k)
+	}
+	// Resolved on every use: expiry is a matter of the clock, not of a change.
+	p, err := k.Resolve(s.Now())
 	if err != nil {
 		return nil, err
 	}
-	return k.Resolve(s.Now())
+	p.Scopes = slices.Clone(p.Scopes)
+	return p, nil
 }
 
 // storedKey loads the key with hash want.
@@ -137,8 +151,8 @@ func optionalTime(ms *int64) *time.Time {
 }
 
 // RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash) at
-// the store's now; one revoked before keeps its time. Every process stops trusting it at
-// once: keys are not cached.
+// the store's now; one revoked before keeps its time. Every process stops trusting it
+// once the change's notification arrives (cache.go).
 //
 // Errors: invalid_argument (not a key id), not_found.
 func (s *Store) RevokeKey(ctx context.Context, keyID string) (*db.KeyInfo, error) {
@@ -148,6 +162,9 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) (*db.KeyInfo, error
 	}
 	var out []db.KeyInfo
 	err = s.write(ctx, func(w *wtx) error {
+		if err := w.authChanged(); err != nil {
+			return err
+		}
 		if _, err := w.exec("UPDATE keys SET revoked_at = COALESCE(revoked_at, $1) WHERE substr(hash, 1, 8) = $2", millis(w.now), prefix); err != nil {
 			return err
 		}

@@ -174,9 +174,9 @@ func (g *signal) fire() {
 }
 
 // listener holds a connection of its own that LISTENs for the notifications of every
-// process's commits and fires the signals. A connection lost is made again; the signals
-// fire then too, since notifications sent meanwhile are lost and a waiter must look for
-// itself.
+// process's commits and calls the function of each channel. A connection lost is made
+// again; every function is called then too, since notifications sent meanwhile are lost
+// (a waiter must look for itself, a cache must forget).
 type listener struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -185,50 +185,58 @@ type listener struct {
 // listenRetry is how long the listener waits before connecting again.
 const listenRetry = 200 * time.Millisecond
 
-// start connects and listens, then goes on in the background until stop.
-func (l *listener) start(ctx context.Context, cfg *pgx.ConnConfig, events *signal) error {
-	conn, err := listen(ctx, cfg)
+// start connects and listens on the channels of on, then goes on in the background
+// until stop.
+func (l *listener) start(ctx context.Context, cfg *pgx.ConnConfig, on map[string]func()) error {
+	conn, err := listen(ctx, cfg, on)
 	if err != nil {
 		return storageError(err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l.cancel, l.done = cancel, make(chan struct{})
-	go l.run(lctx, cfg, conn, events)
+	go l.run(lctx, cfg, conn, on)
 	return nil
 }
 
-// listen opens a connection that listens on every channel.
-func listen(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+// listen opens a connection that listens on the channels of on.
+func listen(ctx context.Context, cfg *pgx.ConnConfig, on map[string]func()) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+chanEvents); err != nil {
-		conn.Close(ctx)
-		return nil, err
+	for channel := range on {
+		if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+			conn.Close(ctx)
+			return nil, err
+		}
 	}
 	return conn, nil
 }
 
-func (l *listener) run(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn, events *signal) {
+func (l *listener) run(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn, on map[string]func()) {
 	defer close(l.done)
 	for {
 		for conn != nil {
-			if _, err := conn.WaitForNotification(ctx); err != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
 				conn.Close(context.Background())
 				conn = nil
 				break
 			}
-			events.fire()
+			if f := on[n.Channel]; f != nil {
+				f()
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(listenRetry):
 		}
-		if c, err := listen(ctx, cfg); err == nil {
+		if c, err := listen(ctx, cfg, on); err == nil {
 			conn = c
-			events.fire()
+			for _, f := range on {
+				f()
+			}
 		}
 	}
 }

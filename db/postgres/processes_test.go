@@ -261,3 +261,44 @@ func TestLogReadersSkipNothingWhileProcessesAppend(t *testing.T) {
 		qt.Assert(t, len(all) >= 16*15, qt.IsTrue)
 	}
 }
+
+// A key revoked, an account disabled or an inbox deleted through one process is refused
+// by another that had it cached, within a second (extensions section 9).
+func TestChangesToKeysAndInboxesReachOtherProcesses(t *testing.T) {
+	c := newCluster(t, 2)
+	a, b := c.stores[0], c.stores[1]
+	ctx := context.Background()
+	k := db.NewAccountKey("acme", db.AllScopes(), 30, time.Now())
+	qt.Assert(t, db.CreateKey(ctx, a, k), qt.IsNil)
+	_, err := b.Authenticate(ctx, k.Token) // cached by b
+	qt.Assert(t, err, qt.IsNil)
+	_, err = b.InboxByAddress(ctx, "acme", c.inbox.Address)
+	qt.Assert(t, err, qt.IsNil)
+
+	qt.Assert(t, a.SetAccountDisabled(ctx, "acme", true), qt.IsNil)
+	within(t, func() bool { _, err := b.Authenticate(ctx, k.Token); return db.IsCode(err, db.ECodeAccessDenied) })
+	qt.Assert(t, a.SetAccountDisabled(ctx, "acme", false), qt.IsNil)
+	within(t, func() bool { _, err := b.Authenticate(ctx, k.Token); return err == nil })
+
+	keys, err := a.ListKeys(ctx, "acme")
+	qt.Assert(t, err, qt.IsNil)
+	_, err = a.RevokeKey(ctx, keys[0].KeyID)
+	qt.Assert(t, err, qt.IsNil)
+	within(t, func() bool { _, err := b.Authenticate(ctx, k.Token); return db.IsCode(err, db.ECodeUnauthorized) })
+
+	qt.Assert(t, a.DeleteInbox(ctx, c.inbox), qt.IsNil)
+	within(t, func() bool {
+		_, err := b.InboxByAddress(ctx, "acme", c.inbox.Address)
+		return db.IsCode(err, db.ECodeInboxRetired)
+	})
+}
+
+// within fails t unless ok holds within a second.
+func within(t *testing.T, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the other process did not see the change within 1 s")
+		}
+	}
+}

@@ -81,6 +81,9 @@ func (s *Store) ResetToSnapshot(ctx context.Context) error {
 		if snapshots == 0 {
 			return db.Errorf(db.ECodeNotFound, "no snapshot to reset to: the server takes one at start with --test-controls")
 		}
+		if err := w.authChanged(); err != nil {
+			return err
+		}
 		if _, err := w.exec("SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
 		}

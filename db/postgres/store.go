@@ -55,6 +55,7 @@ type Store struct {
 	downloadKey []byte    // signs attachment download URLs
 
 	events   signal // wakes the event log's readers (log.go)
+	cache    caches // keys and inboxes (cache.go)
 	listener listener
 	closed   sync.Once
 }
@@ -114,7 +115,10 @@ func (s *Store) start(ctx context.Context) error {
 	if s.downloadKey, err = s.secret(ctx, "download_key"); err != nil {
 		return err
 	}
-	return s.listener.start(ctx, s.pool.Config().ConnConfig, &s.events)
+	return s.listener.start(ctx, s.pool.Config().ConnConfig, map[string]func(){
+		chanEvents: s.events.fire,
+		chanAuth:   s.cache.invalidate,
+	})
 }
 
 // Close stops the listener and closes the pool.

@@ -152,6 +152,9 @@ func (u *unit) InboxAllowance(accountID string) (db.InboxAllowance, error) {
 }
 
 func (u *unit) InsertInbox(in *db.Inbox) (int64, error) {
+	if err := u.authChanged(); err != nil {
+		return 0, err
+	}
 	var id int64
 	err := u.queryRow(`INSERT INTO inboxes(uuid, account_id, address, display_name, grp, delivery_status, setup_available, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, true, $7) RETURNING id`, in.UUID, in.AccountID, in.Address, nullString(in.DisplayName), in.Group,
@@ -160,11 +163,17 @@ func (u *unit) InsertInbox(in *db.Inbox) (int64, error) {
 }
 
 func (u *unit) SetDeliveryStatus(inboxID int64, status string) error {
+	if err := u.authChanged(); err != nil {
+		return err
+	}
 	_, err := u.exec("UPDATE inboxes SET delivery_status = $1 WHERE id = $2", status, inboxID)
 	return err
 }
 
 func (u *unit) UpsertAccount(a db.Account) error {
+	if err := u.authChanged(); err != nil {
+		return err
+	}
 	_, err := u.exec(`INSERT INTO accounts(id, plan, disabled, inbox_quota, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET plan = excluded.plan`, a.ID, a.Plan, a.Disabled, a.InboxQuota, millis(u.now))
 	return err
@@ -193,6 +202,9 @@ func (u *unit) LiveInboxOf(accountID, address string) (int64, bool, error) {
 }
 
 func (u *unit) RevokeMailboxKeys(inboxID int64) error {
+	if err := u.authChanged(); err != nil {
+		return err
+	}
 	_, err := u.exec("UPDATE keys SET revoked_at = $1 WHERE inbox_id = $2 AND kind = 'mailbox' AND revoked_at IS NULL", millis(u.now), inboxID)
 	return err
 }

@@ -59,8 +59,12 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 		w := &wtx{ctx: ctx, now: s.Now()}
 		err := s.writeOnce(w, fn)
 		if err == nil {
+			// The listener hears these too; this process need not wait for it.
+			if w.notified[chanAuth] {
+				s.cache.invalidate()
+			}
 			if w.notified[chanEvents] {
-				s.events.fire() // the listener hears it too; local readers need not wait for it
+				s.events.fire()
 			}
 			return nil
 		}
