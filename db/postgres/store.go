@@ -7,8 +7,25 @@
 //
 // What makes several processes correct is written where it happens: units of work and
 // their isolation (unit.go), the order of the logs readers follow by seq and the
-// notifications that wake other processes (log.go), and the leases of the durable queues
-// (each queue's file).
+// notifications that wake other processes (log.go), the caches every process's changes
+// empty (cache.go), and the leases of the durable queues (each queue's file).
+//
+// How a method here is written:
+//   - a write runs in s.write(ctx, func(w *wtx) error): READ COMMITTED, run again on a
+//     conflict, so it sets its results afresh; a check that must hold across processes
+//     locks its row first (w.lockAccount, w.lockInbox);
+//   - a read of several queries runs in s.read (one snapshot); a single query runs on
+//     s.pool; every error leaves through storageError (a *db.Error passes as it is);
+//   - a change to searchable mail calls w.enqueueIndex (or w.enqueueInboxDrop), an event
+//     w.appendEvent, a change to keys, accounts or inboxes w.authChanged; a writer of a
+//     message's thread calls w.refreshThread; triage results go through w.setTriage;
+//   - times are bigint milliseconds (millis, fromMillis), lists JSON text (jsonList,
+//     parseList), verdicts JSON text (jsonText, parseJSON); queries built piece by piece
+//     number their arguments with sqlArgs; lists of ids are one array argument (= ANY($n));
+//   - raw bytes and attachments are chunks of chunkSize bytes (rawOf reads a message's);
+//   - a queue taken by several processes is claimed with FOR UPDATE SKIP LOCKED and a
+//     lease (triage_queue.leased_until; outbound.leased_until and lease;
+//     webhook_deliveries.claimed_until and claim), so a dead process's rows come back.
 package postgres
 
 import (
