@@ -45,6 +45,7 @@ type wtx struct {
 	logLocked  bool            // holds the log lock (log.go)
 	notified   map[string]bool // channels notified (log.go)
 	locked     map[string]bool // rows locked by lockAccount and lockInbox
+	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 }
@@ -140,6 +141,16 @@ func (w *wtx) queryRow(sql string, args ...any) pgx.Row { return w.tx.QueryRow(w
 // query runs a query of w.
 func (w *wtx) query(sql string, args ...any) (pgx.Rows, error) {
 	return w.tx.Query(w.ctx, sql, args...)
+}
+
+// send runs the statements queued in b in one round trip, in order, with their callbacks,
+// and returns the first error. A round trip costs more than most statements of a unit, so
+// the statements that depend on no answer go together.
+func (w *wtx) send(b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // lockAccount locks an account's row for the rest of the transaction: the unit is then
