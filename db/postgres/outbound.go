@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,11 +25,15 @@ import (
 //     the row is still this process's, and every outcome (FinishOutbound) is recorded only
 //     by the process whose lease the row carries: a process that lost its row to a
 //     takeover neither sends the end-of-data dot nor records anything.
-//   - A process that dies leaves its rows leased: once the lease ends, any other
-//     process's ClaimOutbound takes them over as RecoverOutbound does at a start (a row
-//     attempting is made ready again, a row handed off is recorded accepted, uncertain,
-//     and not sent again). RecoverOutbound itself takes back this process's own rows and
-//     those whose lease ended, never those of a live process.
+//   - A process that dies leaves its rows leased. Every session of a process carries its
+//     name (application_name, set by Open), and the database drops a dead process's
+//     sessions at once; so a row whose holder has no session left, or whose lease ended,
+//     is taken over by any other process's ClaimOutbound as RecoverOutbound does at a
+//     start (a row attempting is made ready again, a row handed off is recorded accepted,
+//     uncertain, and not sent again). RecoverOutbound itself takes back this process's
+//     own rows too, never those of a live process. A live process whose sessions are all
+//     lost for a moment may lose its rows this way: it then records nothing for them (its
+//     hand-off and outcomes are refused), so nothing is sent or stored twice.
 
 // dispatchLease is how long a row a dispatcher claimed stays its own: a pass routes and
 // records its batch in seconds.
@@ -43,18 +46,33 @@ const relayLease = 30 * time.Minute
 
 // queueState is what this process knows of the queues it takes from.
 type queueState struct {
-	once   sync.Once
 	holder string // this process's name on the rows it leases
 	// relayProvider is what a takeover records as the provider of a dead process's rows
 	// handed off to the relay (RecoverOutbound names it); until it is known, those rows
 	// wait for a process that knows it.
-	relayProvider atomic.Pointer[string]
+	relayProvider *atomic.Pointer[string]
 }
 
-// name returns the process's name on its leases, made on first use.
-func (q *queueState) name() string {
-	q.once.Do(func() { q.holder = newRowUUID() })
-	return q.holder
+func newQueueState() queueState {
+	return queueState{holder: newRowUUID(), relayProvider: new(atomic.Pointer[string])}
+}
+
+// name returns the process's name on its leases.
+func (q *queueState) name() string { return q.holder }
+
+// sessionPrefix starts the application_name of every session of an inboxd process; its
+// name follows.
+const sessionPrefix = "inboxd "
+
+// sessionName is the application_name of this process's sessions.
+func (q *queueState) sessionName() string { return sessionPrefix + q.holder }
+
+// liveHolders returns the names of the processes with a session on the database now.
+func (w *wtx) liveHolders() ([]string, error) {
+	var live []string
+	err := w.queryRow(`SELECT COALESCE(array_agg(DISTINCT substr(application_name, length($1) + 1)), '{}') FROM pg_stat_activity
+		WHERE starts_with(application_name, $1)`, sessionPrefix).Scan(&live)
+	return live, err
 }
 
 // Suppressions returns the suppression list of an inbox, oldest first.
@@ -77,23 +95,28 @@ func (s *Store) Suppressions(ctx context.Context, inboxID int64) ([]db.Suppressi
 	return out, storageError(err)
 }
 
-// ClaimOutbound leases up to limit due ready rows to this process, after taking over the
-// rows of processes whose lease ended. Jobs carry no Raw bytes (MessageRaw reads them one
+// ClaimOutbound leases up to limit due ready rows to this process (its own again, and
+// those of dead processes), after taking over the relay rows of dead processes. Jobs carry no Raw bytes (MessageRaw reads them one
 // message at a time).
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob, error) {
 	var jobs []db.OutboundJob
 	err := s.write(ctx, func(w *wtx) error {
-		if _, err := s.takeBack(w, takeOver, s.queues.relayProvider.Load()); err != nil {
+		live, err := w.liveHolders()
+		if err != nil {
+			return err
+		}
+		if _, err := s.takeBack(w, takeOver, live, s.queues.relayProvider.Load()); err != nil {
 			return err
 		}
 		rows, err := w.query(`WITH due AS (
-				SELECT id FROM outbound WHERE state = 'ready' AND next_at <= $1 AND (leased_until <= $1 OR lease = $2)
+				SELECT id FROM outbound WHERE state = 'ready' AND next_at <= $1
+				AND (leased_until <= $1 OR lease = $2 OR lease <> ALL($5))
 				ORDER BY next_at, id LIMIT $3 FOR UPDATE SKIP LOCKED),
 			leased AS (UPDATE outbound o SET leased_until = $4, lease = $2 FROM due WHERE o.id = due.id
 				RETURNING o.id, o.message_id, o.recipient, o.attempts, o.created_at, o.next_at)
 			SELECT l.id, l.message_id, m.inbox_id, m.message_id, l.recipient, l.attempts, m.from_addr, l.created_at
 			FROM leased l JOIN messages m ON m.id = l.message_id ORDER BY l.next_at, l.id`,
-			millis(w.now), s.queues.name(), limit, millis(w.now.Add(dispatchLease)))
+			millis(w.now), s.queues.name(), limit, millis(w.now.Add(dispatchLease)), live)
 		if err != nil {
 			return err
 		}
@@ -299,8 +322,8 @@ func (s *Store) MarkHandoff(ctx context.Context, jobID int64) (bool, error) {
 }
 
 // RecoverOutbound runs once before this process's outbound worker starts. It takes back
-// the rows this process held (a worker of this store stopped) and the rows whose lease
-// ended (their process is gone), never a live process's: a row attempting, relay or
+// the rows this process held (a worker of this store stopped) and those of dead
+// processes (no session left, or the lease ended), never a live process's: a row attempting, relay or
 // parked is made ready, to be routed again under the current configuration; a row handed
 // off (the relay may have the whole message) is recorded `accepted` with UncertainReason
 // and dropped, so nothing is sent twice and the record says what is known.
@@ -308,8 +331,11 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 	s.queues.relayProvider.Store(&provider)
 	var out db.OutboundRecovery
 	err := s.write(ctx, func(w *wtx) error {
-		var err error
-		out, err = s.takeBack(w, recoverAtStart, &provider)
+		live, err := w.liveHolders()
+		if err != nil {
+			return err
+		}
+		out, err = s.takeBack(w, recoverAtStart, live, &provider)
 		return err
 	})
 	return out, err
@@ -317,7 +343,7 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 
 // takeBackRows chooses the rows takeBack puts back: those in the states requeue lists
 // (made ready) or handed off (recorded uncertain) that pass where, a condition with this
-// process's name as $1 and now as $2.
+// process's name as $1, now as $2 and the names of the live processes as $3.
 type takeBackRows struct {
 	requeue []string
 	where   string
@@ -327,19 +353,20 @@ var (
 	// recoverAtStart is what RecoverOutbound takes back: this process's rows and the rows
 	// whose lease ended, with the rows waiting for a relay worker or a transport, which
 	// are routed again under the current configuration.
-	recoverAtStart = takeBackRows{[]string{db.OutboundAttempting, db.OutboundRelay, db.OutboundParked}, "lease = $1 OR leased_until <= $2"}
-	// takeOver is what every ClaimOutbound takes back: the relay attempts of other
-	// processes whose lease ended (their process died). This process's own stay its own
-	// until its next start: its worker may still be talking to the relay.
-	takeOver = takeBackRows{[]string{db.OutboundAttempting}, "lease IS DISTINCT FROM $1 AND leased_until <= $2"}
+	recoverAtStart = takeBackRows{[]string{db.OutboundAttempting, db.OutboundRelay, db.OutboundParked},
+		"lease = $1 OR leased_until <= $2 OR lease <> ALL($3)"}
+	// takeOver is what every ClaimOutbound takes back: the relay attempts of dead
+	// processes. This process's own stay its own until its next start: its worker may
+	// still be talking to the relay.
+	takeOver = takeBackRows{[]string{db.OutboundAttempting}, "lease <> $1 AND (leased_until <= $2 OR lease <> ALL($3))"}
 )
 
 // takeBack puts back the rows which chooses, as RecoverOutbound tells; handed-off rows
 // only when provider is known.
-func (s *Store) takeBack(w *wtx, which takeBackRows, provider *string) (db.OutboundRecovery, error) {
+func (s *Store) takeBack(w *wtx, which takeBackRows, live []string, provider *string) (db.OutboundRecovery, error) {
 	var out db.OutboundRecovery
-	tag, err := w.exec(`UPDATE outbound SET state = $3, state_at = $2, leased_until = 0, lease = NULL
-		WHERE state = ANY($4) AND (`+which.where+`)`, s.queues.name(), millis(w.now), db.OutboundReady, which.requeue)
+	tag, err := w.exec(`UPDATE outbound SET state = $4, state_at = $2, leased_until = 0, lease = NULL
+		WHERE state = ANY($5) AND (`+which.where+`)`, s.queues.name(), millis(w.now), live, db.OutboundReady, which.requeue)
 	if err != nil {
 		return out, err
 	}
@@ -347,8 +374,8 @@ func (s *Store) takeBack(w *wtx, which takeBackRows, provider *string) (db.Outbo
 	if provider == nil {
 		return out, nil
 	}
-	rows, err := w.query(`SELECT id, message_id, recipient FROM outbound WHERE state = $3 AND (`+which.where+`)
-		ORDER BY id FOR UPDATE SKIP LOCKED`, s.queues.name(), millis(w.now), db.OutboundHandoff)
+	rows, err := w.query(`SELECT id, message_id, recipient FROM outbound WHERE state = $4 AND (`+which.where+`)
+		ORDER BY id FOR UPDATE SKIP LOCKED`, s.queues.name(), millis(w.now), live, db.OutboundHandoff)
 	if err != nil {
 		return out, err
 	}

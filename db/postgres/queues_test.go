@@ -108,6 +108,36 @@ func TestOutboundClaimsAreDisjointAcrossProcesses(t *testing.T) {
 	}
 }
 
+// heldRows are the rows of one send a process holds: claimed by its dispatcher, the first
+// handed to the relay, the second being attempted.
+type heldRows struct {
+	claimed            []db.OutboundJob
+	handed, attempting *db.OutboundJob
+}
+
+// holdRelayRows makes holder claim the queue's rows, route the first two to the relay and
+// take them: the first handed off, the second attempting. The survivor's outbound worker
+// has started before (RecoverOutbound).
+func holdRelayRows(t *testing.T, holder, survivor *postgres.Store) heldRows {
+	t.Helper()
+	ctx := context.Background()
+	_, err := survivor.RecoverOutbound(ctx, "relay")
+	qt.Assert(t, err, qt.IsNil)
+	var h heldRows
+	h.claimed, err = holder.ClaimOutbound(ctx, 10)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, holder.RouteToRelay(ctx, []int64{h.claimed[0].ID, h.claimed[1].ID}), qt.IsNil)
+	h.handed, err = holder.ClaimRelay(ctx)
+	qt.Assert(t, err, qt.IsNil)
+	ok, err := holder.MarkHandoff(ctx, h.handed.ID)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, ok, qt.IsTrue)
+	h.attempting, err = holder.ClaimRelay(ctx)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, h.attempting, qt.IsNotNil)
+	return h
+}
+
 // A process that dies while its relay workers hold rows leaves them to the others once
 // the lease ends: a row not yet handed to the relay is sent again by another process, a
 // row handed off is recorded accepted, uncertain, and never sent again. The dead process,
@@ -117,19 +147,8 @@ func TestDeadProcessRelayRowsAreTakenOver(t *testing.T) {
 	dead, survivor := c.stores[0], c.stores[1]
 	ctx := context.Background()
 	res := send(t, dead, c.inbox, "k1", "a@far.test", "b@far.test")
-	_, err := survivor.RecoverOutbound(ctx, "relay") // the survivor's worker started
-	qt.Assert(t, err, qt.IsNil)
-	jobs, err := dead.ClaimOutbound(ctx, 10)
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, dead.RouteToRelay(ctx, []int64{jobs[0].ID, jobs[1].ID}), qt.IsNil)
-	handed, err := dead.ClaimRelay(ctx)
-	qt.Assert(t, err, qt.IsNil)
-	ok, err := dead.MarkHandoff(ctx, handed.ID)
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, ok, qt.IsTrue)
-	attempting, err := dead.ClaimRelay(ctx)
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, attempting, qt.IsNotNil)
+	h := holdRelayRows(t, dead, survivor)
+	handed, attempting := h.handed, h.attempting
 
 	none, err := survivor.ClaimOutbound(ctx, 10)
 	qt.Assert(t, err, qt.IsNil)
@@ -140,7 +159,7 @@ func TestDeadProcessRelayRowsAreTakenOver(t *testing.T) {
 	qt.Assert(t, again, qt.HasLen, 1)
 	qt.Assert(t, again[0].Recipient, qt.Equals, attempting.Recipient)
 
-	ok, err = dead.MarkHandoff(ctx, attempting.ID)
+	ok, err := dead.MarkHandoff(ctx, attempting.ID)
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, ok, qt.IsFalse, qt.Commentf("a row taken over is not handed off by its old holder"))
 	late := db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientDelivered}}
@@ -262,4 +281,40 @@ func TestLargeBodiesStreamInChunks(t *testing.T) {
 	qt.Assert(t, err, qt.IsNil)
 	_, err = io.ReadAll(body)
 	qt.Assert(t, db.ErrorCode(err), qt.Equals, db.ECodeNotFound)
+}
+
+// A process that is gone (its sessions closed, as when it is killed) leaves its rows to
+// the others at once, without waiting for their leases to end.
+func TestGoneProcessRowsAreTakenOverAtOnce(t *testing.T) {
+	c, _ := clockedCluster(t, 2)
+	gone, survivor := c.stores[0], c.stores[1]
+	ctx := context.Background()
+	res := send(t, gone, c.inbox, "k1", "a@far.test", "b@far.test", "c@far.test")
+	h := holdRelayRows(t, gone, survivor)
+	handed, attempting, dispatching := h.handed, h.attempting, h.claimed[2] // the third stays with its dispatcher
+	qt.Assert(t, gone.Close(), qt.IsNil)
+
+	var err error
+
+	var taken []db.OutboundJob
+	for deadline := time.Now().Add(10 * time.Second); len(taken) == 0 && time.Now().Before(deadline); {
+		taken, err = survivor.ClaimOutbound(ctx, 10) // the server drops the sessions a moment after the close
+		qt.Assert(t, err, qt.IsNil)
+		if len(taken) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	recipients := map[string]bool{}
+	for _, j := range taken {
+		recipients[j.Recipient] = true
+	}
+	qt.Assert(t, recipients, qt.DeepEquals, map[string]bool{attempting.Recipient: true, dispatching.Recipient: true})
+	m, err := survivor.GetMessage(ctx, c.inbox.ID, res.MessageID)
+	qt.Assert(t, err, qt.IsNil)
+	for _, r := range m.Delivery.Recipients {
+		if r.Recipient == handed.Recipient {
+			qt.Assert(t, r.Status, qt.Equals, db.RecipientAccepted)
+			qt.Assert(t, r.Reason, qt.Equals, db.UncertainReason)
+		}
+	}
 }

@@ -114,11 +114,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// long rather than hanging a request (the unit of work retries what fails this way).
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "30s"
+	queues := newQueueState()
+	cfg.ConnConfig.RuntimeParams["application_name"] = queues.sessionName() // this process's sessions (outbound.go)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, storageError(err)
 	}
-	s := &Store{pool: pool, now: opts.Now}
+	s := &Store{pool: pool, now: opts.Now, queues: queues}
 	if s.now == nil {
 		s.now = time.Now
 	}
