@@ -99,6 +99,14 @@ func (s *Store) Suppressions(ctx context.Context, inboxID int64) ([]db.Suppressi
 // those of dead processes), after taking over the relay rows of dead processes. Jobs carry no Raw bytes (MessageRaw reads them one
 // message at a time).
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob, error) {
+	// The dispatcher of every process looks every second: a read tells whether there is
+	// anything to claim or take over, without a write transaction.
+	var work bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbound WHERE state = $1 AND next_at <= $2)
+		OR EXISTS (SELECT 1 FROM outbound WHERE state IN ($3, $4) AND lease <> $5)`,
+		db.OutboundReady, millis(s.Now()), db.OutboundAttempting, db.OutboundHandoff, s.queues.name()).Scan(&work); err != nil || !work {
+		return nil, storageError(err)
+	}
 	var jobs []db.OutboundJob
 	err := s.write(ctx, func(w *wtx) error {
 		live, err := w.liveHolders()
