@@ -318,3 +318,33 @@ func TestGoneProcessRowsAreTakenOverAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A thread's aggregates stay true while one process adds replies to it and another
+// relabels it (each relabel recomputes them) at once.
+func TestThreadAggregatesHoldUnderConcurrentWriters(t *testing.T) {
+	c, _ := clockedCluster(t, 2)
+	ctx := context.Background()
+	root := received(c.inbox, "<root@far.test>")
+	stored, err := db.Deliver(ctx, c.stores[0], []db.NewMessage{root})
+	qt.Assert(t, err, qt.IsNil)
+	errs := c.each(40, func(i int, st *postgres.Store) error {
+		if i%2 == 1 {
+			return db.UpdateThreadLabels(ctx, st, c.inbox.ID, stored[0].ThreadID, []string{fmt.Sprintf("x%d", i)}, nil)
+		}
+		m := received(c.inbox, fmt.Sprintf("<r%d@far.test>", i))
+		m.InReplyTo, m.ThreadCandidates = "<root@far.test>", []string{"<root@far.test>"}
+		_, err := db.Deliver(ctx, st, []db.NewMessage{m})
+		return err
+	})
+	for _, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+	}
+	threads, _, err := c.stores[1].ListThreads(ctx, c.inbox.ID, db.MessageFilter{}, 10, "")
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, threads, qt.HasLen, 1)
+	qt.Assert(t, threads[0].MessageCount, qt.Equals, 21)
+	whole, err := c.stores[1].GetThread(ctx, c.inbox.ID, stored[0].ThreadID, false)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, whole.Messages, qt.HasLen, 21)
+	qt.Assert(t, threads[0].LastMessageID, qt.Equals, whole.Messages[20].MessageID)
+}

@@ -297,6 +297,12 @@ func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) erro
 // refreshThread recomputes a thread's aggregates from its messages, and drops a thread
 // that has none left. One function keeps every writer of messages consistent with it.
 func (w *wtx) refreshThread(threadID int64) error {
+	// The row is locked first, in a statement of its own: the UPDATE's subqueries then read
+	// the thread's messages as committed by whoever held the row before (READ COMMITTED
+	// takes a snapshot per statement), not as they were when it began to wait for it.
+	if _, err := w.exec("SELECT 1 FROM threads WHERE id = $1 FOR NO KEY UPDATE", threadID); err != nil {
+		return err
+	}
 	_, err := w.exec(`UPDATE threads SET
 		last_message = (SELECT id FROM messages WHERE thread_id = $1 ORDER BY ts DESC, id DESC LIMIT 1),
 		last_ts = COALESCE((SELECT MAX(ts) FROM messages WHERE thread_id = $1), 0),
