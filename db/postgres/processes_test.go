@@ -302,3 +302,31 @@ func within(t *testing.T, ok func() bool) {
 		}
 	}
 }
+
+// A process whose connections the server dropped (a restart, a failover) still hears the
+// next commits of the others: its listener connects again.
+func TestListenerComesBackAfterItsConnectionIsDropped(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.url)
+	qt.Assert(t, err, qt.IsNil)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	qt.Assert(t, err, qt.IsNil)
+	// The first wake may be the listener's own, when it connects again; the second is a
+	// notification it heard.
+	for wakes, i := 0, 0; wakes < 2; i++ {
+		woken := c.stores[1].EventsCommitted()
+		_, err := db.Deliver(ctx, c.stores[0], []db.NewMessage{received(c.inbox, fmt.Sprintf("<after%d@far.test>", i))})
+		if err != nil {
+			qt.Assert(t, db.ErrorCode(err), qt.Equals, db.ECodeUnavailable, qt.Commentf("%v", err))
+			continue
+		}
+		select {
+		case <-woken:
+			wakes++
+		case <-time.After(time.Second):
+			qt.Assert(t, i < 5, qt.IsTrue, qt.Commentf("the listener did not come back"))
+		}
+	}
+}
