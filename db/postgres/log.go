@@ -43,16 +43,14 @@ const logLock int64 = 0x696e626f78640002 // "inboxd" 2
 // session listening, this process's own listener included.
 const chanEvents = "inboxd_events" // events were appended
 
-// lockLogs takes the log lock for the rest of w's transaction.
-func (w *wtx) lockLogs() error {
-	if w.logLocked {
-		return nil
+// lockLogs queues, first in b, the taking of the log lock for the rest of w's
+// transaction, unless w holds it already. It counts as held once b has run without error
+// (a failed batch fails the unit).
+func (w *wtx) lockLogs(b *pgx.Batch) {
+	if !w.logLocked {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", logLock)
+		w.logLocked = true
 	}
-	if _, err := w.tx.Exec(w.ctx, "SELECT pg_advisory_xact_lock($1)", logLock); err != nil {
-		return err
-	}
-	w.logLocked = true
-	return nil
 }
 
 // enqueueIndex queues the messages matched by where (a condition on messages m, its
@@ -60,25 +58,31 @@ func (w *wtx) lockLogs() error {
 // them: a new message, a label change (trash and quarantine hide a message from search),
 // a triage result, a release from quarantine.
 func (w *wtx) enqueueIndex(where string, args ...any) error {
-	return w.appendChanges("SELECT m.id, m.inbox_id, m.ts FROM messages m WHERE "+where, args...)
+	b := &pgx.Batch{}
+	w.queueIndex(b, where, args...)
+	return w.send(b)
+}
+
+// queueIndex queues in b what enqueueIndex does.
+func (w *wtx) queueIndex(b *pgx.Batch, where string, args ...any) {
+	w.queueChanges(b, "SELECT m.id, m.inbox_id, m.ts FROM messages m WHERE "+where, args...)
 }
 
 // enqueueInboxDrop queues the removal of every message of a deleted inbox from the
 // indexes.
 func (w *wtx) enqueueInboxDrop(inboxID int64) error {
-	return w.appendChanges("SELECT NULL::bigint, $1::bigint, 0::bigint", inboxID)
+	b := &pgx.Batch{}
+	w.queueChanges(b, "SELECT NULL::bigint, $1::bigint, 0::bigint", inboxID)
+	return w.send(b)
 }
 
-// appendChanges appends the (message, inbox, ts) rows of query to the change log and
-// moves its head.
-func (w *wtx) appendChanges(query string, args ...any) error {
-	if err := w.lockLogs(); err != nil {
-		return err
-	}
-	_, err := w.tx.Exec(w.ctx, `WITH ins AS (INSERT INTO index_queue(message, inbox, ts) `+query+` RETURNING seq)
+// queueChanges queues in b the appending of the (message, inbox, ts) rows of query to
+// the change log, which moves its head, under the log lock.
+func (w *wtx) queueChanges(b *pgx.Batch, query string, args ...any) {
+	w.lockLogs(b)
+	b.Queue(`WITH ins AS (INSERT INTO index_queue(message, inbox, ts) `+query+` RETURNING seq)
 		UPDATE log_heads SET last = s.seq FROM (SELECT MAX(seq) AS seq FROM ins) s
 		WHERE log_heads.name = 'index_queue' AND s.seq IS NOT NULL`, args...)
-	return err
 }
 
 // eventDetail is what an event keeps of its moment (db.NewEvent).
@@ -101,36 +105,40 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 		detail = &s
 	}
 	var a db.AppendedEvent
-	if err := w.lockLogs(); err != nil {
-		return a, err
-	}
-	err := w.tx.QueryRow(w.ctx, `WITH ins AS (
+	b := &pgx.Batch{}
+	w.lockLogs(b)
+	b.Queue(`WITH ins AS (
 			INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 			SELECT $1, i.account_id, m.inbox_id, $2, $3, m.id, m.message_id, t.uuid, $4
 			FROM messages m JOIN inboxes i ON i.id = m.inbox_id JOIN threads t ON t.id = m.thread_id WHERE m.id = $5
 			RETURNING seq, account_id, inbox_id),
 		head AS (UPDATE log_heads SET last = (SELECT seq FROM ins) WHERE name = 'events' AND EXISTS (SELECT 1 FROM ins))
 		SELECT seq, account_id, inbox_id FROM ins`,
-		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
-	if err != nil {
-		return a, err
-	}
-	return a, w.notify(chanEvents)
+		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&a.Seq, &a.AccountID, &a.InboxRow)
+	})
+	w.queueNotify(b, chanEvents)
+	return a, w.send(b)
 }
 
 // notify sends a notification on channel when w commits, once per transaction.
 func (w *wtx) notify(channel string) error {
+	b := &pgx.Batch{}
+	w.queueNotify(b, channel)
+	return w.send(b)
+}
+
+// queueNotify queues in b the notification on channel that w sends when it commits,
+// unless w sends it already.
+func (w *wtx) queueNotify(b *pgx.Batch, channel string) {
 	if w.notified[channel] {
-		return nil
+		return
 	}
-	if _, err := w.tx.Exec(w.ctx, "SELECT pg_notify($1, '')", channel); err != nil {
-		return err
-	}
+	b.Queue("SELECT pg_notify($1, '')", channel)
 	if w.notified == nil {
 		w.notified = map[string]bool{}
 	}
 	w.notified[channel] = true
-	return nil
 }
 
 // newRowUUID returns the UUID of a new row: version 7, whose leading timestamp makes

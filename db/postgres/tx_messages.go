@@ -4,12 +4,15 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/inboxd/inboxd/db"
 )
 
 // Writing mail in a unit of work: a new message with its parts, its thread's aggregates,
 // labels, verdicts and deletion. Every writer of a message keeps its thread's aggregates
-// (settleThread, refreshThread) and queues what search shows (enqueueIndex, log.go).
+// (queueSettleThread, refreshThread) and queues what search shows (enqueueIndex, log.go).
 
 // prepared is a message made ready to store: its verdicts encoded before the unit, so
 // that the unit spends its time on the rows.
@@ -125,20 +128,21 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool) (d
 	if err != nil {
 		return db.Stored{}, err
 	}
-	if err := w.writeMessageParts(rowID, p); err != nil {
-		return db.Stored{}, err
-	}
-	if err := w.settleThread(thread.Row, rowID, n); err != nil {
-		return db.Stored{}, err
-	}
+	b := &pgx.Batch{}
+	w.queueMessageParts(b, rowID, p)
+	settled := w.queueSettleThread(b, thread.Row, rowID, n)
 	if n.QueuesTriage() {
-		if _, err := w.exec(`INSERT INTO triage_queue(message_id, next_at, created_at) VALUES ($1, 0, $2)
-			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp)); err != nil {
+		b.Queue(`INSERT INTO triage_queue(message_id, next_at, created_at) VALUES ($1, 0, $2)
+			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp))
+	}
+	w.queueIndex(b, "m.id = $1", rowID)
+	if err := w.send(b); err != nil {
+		return db.Stored{}, err
+	}
+	if !*settled {
+		if err := w.appendToThread(thread.Row, rowID, n); err != nil {
 			return db.Stored{}, err
 		}
-	}
-	if err := w.enqueueIndex("m.id = $1", rowID); err != nil {
-		return db.Stored{}, err
 	}
 	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil
 }
@@ -149,71 +153,52 @@ func bodySize(text, html string) int {
 	return utf8.RuneCountInString(text) + utf8.RuneCountInString(html)
 }
 
-// writeMessageParts writes what a new message row has beside it: labels, the protection
-// detail, its raw bytes and its attachments, in chunks.
-func (w *wtx) writeMessageParts(rowID int64, p *prepared) error {
+// queueMessageParts queues in b what a new message row has beside it: labels, the
+// protection detail, its raw bytes and its attachments, in chunks.
+func (w *wtx) queueMessageParts(b *pgx.Batch, rowID int64, p *prepared) {
 	n := &p.m
 	if len(n.Labels) > 0 {
-		if _, err := w.exec(`INSERT INTO message_labels(message_id, label) SELECT $1, l FROM unnest($2::text[]) l
-			ON CONFLICT DO NOTHING`, rowID, n.Labels); err != nil {
-			return err
-		}
+		b.Queue(`INSERT INTO message_labels(message_id, label) SELECT $1, l FROM unnest($2::text[]) l
+			ON CONFLICT DO NOTHING`, rowID, n.Labels)
 	}
 	if p.detail != nil {
-		if _, err := w.exec(`INSERT INTO protection_details(message_id, detail) VALUES ($1, $2)
-			ON CONFLICT (message_id) DO UPDATE SET detail = excluded.detail`, rowID, *p.detail); err != nil {
-			return err
-		}
+		b.Queue(`INSERT INTO protection_details(message_id, detail) VALUES ($1, $2)
+			ON CONFLICT (message_id) DO UPDATE SET detail = excluded.detail`, rowID, *p.detail)
 	}
-	if err := w.insertRawChunks(rowID, n.Trace, n.Raw); err != nil {
-		return err
+	if raw := chunks(n.Trace, n.Raw); len(raw) > 0 {
+		b.Queue(`INSERT INTO raw_chunks(message_id, seq, data) SELECT $1, x.n - 1, x.d FROM unnest($2::bytea[]) WITH ORDINALITY AS x(d, n)`,
+			rowID, raw)
 	}
 	for i, a := range n.Attachments {
-		var row int64
-		if err := w.queryRow(`INSERT INTO attachments(uuid, message_id, position, filename, content_type, size)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, newRowUUID(), rowID, i, a.Filename, a.ContentType, len(a.Content)).Scan(&row); err != nil {
-			return err
-		}
-		if err := w.insertChunks("INSERT INTO attachment_chunks(attachment_id, seq, data) VALUES ($1, $2, $3)", row, "", a.Content); err != nil {
-			return err
-		}
+		b.Queue(`WITH a AS (INSERT INTO attachments(uuid, message_id, position, filename, content_type, size)
+				VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+			INSERT INTO attachment_chunks(attachment_id, seq, data) SELECT a.id, x.n - 1, x.d FROM a, unnest($7::bytea[]) WITH ORDINALITY AS x(d, n)`,
+			newRowUUID(), rowID, i, a.Filename, a.ContentType, len(a.Content), chunks("", a.Content))
 	}
-	return nil
 }
 
-// insertRawChunks stores the raw bytes head+rest of message row: head is the trace field
-// the SMTP listener put before the bytes the client sent, never copied in front of them
-// whole.
-func (w *wtx) insertRawChunks(messageRow int64, head string, rest []byte) error {
-	return w.insertChunks("INSERT INTO raw_chunks(message_id, seq, data) VALUES ($1, $2, $3)", messageRow, head, rest)
-}
-
-// insertChunks stores head+rest as the chunks of row, chunkSize bytes each, with insert
-// ($1 row, $2 seq, $3 data).
-func (w *wtx) insertChunks(insert string, row int64, head string, rest []byte) error {
-	var first []byte
-	for seq := 0; len(head) > 0 || len(rest) > 0; seq++ {
-		var chunk []byte
-		if len(head) > 0 {
-			k := min(len(rest), max(chunkSize-len(head), 0))
-			first = append(append(first[:0], head...), rest[:k]...)
-			chunk, head, rest = first, "", rest[k:]
-		} else {
-			k := min(len(rest), chunkSize)
-			chunk, rest = rest[:k], rest[k:]
-		}
-		if _, err := w.exec(insert, row, seq, chunk); err != nil {
-			return err
-		}
+// chunks cuts head+rest into chunks of chunkSize bytes: head is the trace field the SMTP
+// listener put before the bytes the client sent, never copied in front of them whole
+// (only the first chunk is a copy; the others are rest's own bytes).
+func chunks(head string, rest []byte) [][]byte {
+	out := [][]byte{}
+	if len(head) > 0 {
+		k := min(len(rest), max(chunkSize-len(head), 0))
+		out = append(out, append([]byte(head), rest[:k]...))
+		rest = rest[k:]
 	}
-	return nil
+	for len(rest) > 0 {
+		k := min(len(rest), chunkSize)
+		out, rest = append(out, rest[:k]), rest[k:]
+	}
+	return out
 }
 
-// settleThread brings a thread's aggregates up to date after message row (n) joined it.
-// A thread made for this very message (it counts no message yet: an empty thread never
-// outlives a transaction) gets them from the message itself; a reply that is the
-// thread's newest is added to the row's aggregates; anything else is recomputed.
-func (w *wtx) settleThread(threadRow, messageRow int64, n *db.NewMessage) error {
+// queueSettleThread queues in b what brings a thread's aggregates up to date after
+// message row (n) joined it when the thread was made for this very message (it counts no
+// message yet: an empty thread never outlives a transaction): they come from the message
+// itself. It reports, once b has run, whether that was so; if not, appendToThread.
+func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db.NewMessage) *bool {
 	ts := millis(n.Timestamp)
 	var received, sent *int64
 	if n.Direction == db.Sent {
@@ -221,18 +206,18 @@ func (w *wtx) settleThread(threadRow, messageRow int64, n *db.NewMessage) error 
 	} else {
 		received = &ts
 	}
-	trashed := hasLabel(n.Labels, db.LabelTrash)
 	var l db.Participants
 	l.Add(n.From, n.To, n.Cc)
-	tag, err := w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = 1, attachment_count = $3,
+	settled := new(bool)
+	b.Queue(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = 1, attachment_count = $3,
 		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
 		WHERE id = $11 AND message_count = 0`,
-		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow)
-	if err != nil || tag.RowsAffected() == 1 {
-		return err
-	}
-	return w.appendToThread(threadRow, messageRow, n, ts, trashed)
+		messageRow, ts, len(n.Attachments), received, sent, hasLabel(n.Labels, db.LabelTrash), n.Quarantined(),
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow).Exec(func(ct pgconn.CommandTag) error {
+		*settled = ct.RowsAffected() == 1
+		return nil
+	})
+	return settled
 }
 
 func hasLabel(labels []string, l string) bool {
@@ -258,7 +243,8 @@ func labelSet(labels ...[]string) []string {
 // appendToThread adds a message to the aggregates of the thread it joined when it is the
 // thread's newest (a reply arriving: the common case), from the thread row alone; any
 // other case recomputes them all.
-func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage, ts int64, trashed bool) error {
+func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) error {
+	ts, trashed := millis(n.Timestamp), hasLabel(n.Labels, db.LabelTrash)
 	var (
 		lastTS                      int64
 		received, sent              *int64

@@ -142,6 +142,16 @@ func (w *wtx) query(sql string, args ...any) (pgx.Rows, error) {
 	return w.tx.Query(w.ctx, sql, args...)
 }
 
+// send runs the statements queued in b in one round trip, in order, with their callbacks,
+// and returns the first error. A round trip costs more than most statements of a unit, so
+// the statements that depend on no answer go together.
+func (w *wtx) send(b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return w.tx.SendBatch(w.ctx, b).Close()
+}
+
 // lockAccount locks an account's row for the rest of the transaction: the unit is then
 // the only one checking the account's limits and billing (see above). It does nothing for
 // an account that does not exist.
