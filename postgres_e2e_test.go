@@ -14,7 +14,7 @@ import (
 // Two inboxd processes on one PostgreSQL database answer alike (extensions section 9):
 // mail sent through one is listed, read and found by search on the other at once, and an
 // inbox created on one is there on the other.
-func TestTwoProcessesOnOnePostgresDatabase(t *testing.T) {
+func TestTwoProcessesOnPostgres(t *testing.T) {
 	c := qt.New(t)
 	url := pgtest.NewDatabase(t)
 	dir := t.TempDir()
