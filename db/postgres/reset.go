@@ -84,6 +84,10 @@ func (s *Store) ResetToSnapshot(ctx context.Context) error {
 		if err := w.authChanged(); err != nil {
 			return err
 		}
+		// The tables first, the log lock after them (log.go).
+		if _, err := w.exec("LOCK TABLE " + strings.Join(tables, ", ") + " IN ACCESS EXCLUSIVE MODE"); err != nil {
+			return err
+		}
 		if _, err := w.exec("SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
 		}

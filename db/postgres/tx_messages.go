@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -91,8 +90,14 @@ func (u *unit) NewThread(inboxID int64, uuid string) (db.ThreadRef, error) {
 		uuid = newRowUUID()
 	}
 	t := db.ThreadRef{UUID: uuid}
-	err := u.queryRow("INSERT INTO threads(uuid, inbox_id) VALUES ($1, $2) RETURNING id", uuid, inboxID).Scan(&t.Row)
-	return t, err
+	if err := u.queryRow("INSERT INTO threads(uuid, inbox_id) VALUES ($1, $2) RETURNING id", uuid, inboxID).Scan(&t.Row); err != nil {
+		return t, err
+	}
+	if u.fresh == nil {
+		u.fresh = map[int64]bool{}
+	}
+	u.fresh[t.Row] = true
+	return t, nil
 }
 
 func (u *unit) WriteMessage(p db.Prepared, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
@@ -130,17 +135,28 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool) (d
 	}
 	b := &pgx.Batch{}
 	w.queueMessageParts(b, rowID, p)
-	settled := w.queueSettleThread(b, thread.Row, rowID, n)
 	if n.QueuesTriage() {
 		b.Queue(`INSERT INTO triage_queue(message_id, next_at, created_at) VALUES ($1, 0, $2)
 			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp))
 	}
-	w.queueIndex(b, "m.id = $1", rowID)
-	if err := w.send(b); err != nil {
-		return db.Stored{}, err
-	}
-	if !*settled {
+	// A thread this transaction made is seen by no other, so it settles in the same round
+	// trip; a thread others may touch is locked before the log (log.go: the log lock comes
+	// last).
+	if w.fresh[thread.Row] {
+		delete(w.fresh, thread.Row)
+		w.queueSettleThread(b, thread.Row, rowID, n)
+		w.queueIndex(b, "m.id = $1", rowID)
+		if err := w.send(b); err != nil {
+			return db.Stored{}, err
+		}
+	} else {
+		if err := w.send(b); err != nil {
+			return db.Stored{}, err
+		}
 		if err := w.appendToThread(thread.Row, rowID, n); err != nil {
+			return db.Stored{}, err
+		}
+		if err := w.enqueueIndex("m.id = $1", rowID); err != nil {
 			return db.Stored{}, err
 		}
 	}
@@ -194,11 +210,10 @@ func chunks(head string, rest []byte) [][]byte {
 	return out
 }
 
-// queueSettleThread queues in b what brings a thread's aggregates up to date after
-// message row (n) joined it when the thread was made for this very message (it counts no
-// message yet: an empty thread never outlives a transaction): they come from the message
-// itself. It reports, once b has run, whether that was so; if not, appendToThread.
-func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db.NewMessage) *bool {
+// queueSettleThread queues in b what gives a thread made for message row (n) its
+// aggregates, from the message itself: the thread counts no message yet (an empty thread
+// never outlives a transaction).
+func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db.NewMessage) {
 	ts := millis(n.Timestamp)
 	var received, sent *int64
 	if n.Direction == db.Sent {
@@ -208,16 +223,11 @@ func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db
 	}
 	var l db.Participants
 	l.Add(n.From, n.To, n.Cc)
-	settled := new(bool)
 	b.Queue(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = 1, attachment_count = $3,
 		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
 		WHERE id = $11 AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, hasLabel(n.Labels, db.LabelTrash), n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow).Exec(func(ct pgconn.CommandTag) error {
-		*settled = ct.RowsAffected() == 1
-		return nil
-	})
-	return settled
+		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow)
 }
 
 func hasLabel(labels []string, l string) bool {
@@ -240,9 +250,9 @@ func labelSet(labels ...[]string) []string {
 	return sortedKeys(set)
 }
 
-// appendToThread adds a message to the aggregates of the thread it joined when it is the
-// thread's newest (a reply arriving: the common case), from the thread row alone; any
-// other case recomputes them all.
+// appendToThread adds a message to the aggregates of the thread it joined, locking the
+// thread's row: from the row alone when the message is the thread's newest (a reply
+// arriving: the common case); any other case recomputes them all.
 func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) error {
 	ts, trashed := millis(n.Timestamp), hasLabel(n.Labels, db.LabelTrash)
 	var (
@@ -455,19 +465,20 @@ func (u *unit) SetProtection(messageRow int64, p db.Protection, held bool) error
 	return err
 }
 
+// DeleteMessage deletes the message, refreshes its thread and then (the log lock comes
+// last, log.go) queues the change for the search indexes, which drop what they no longer
+// find.
 func (u *unit) DeleteMessage(messageRow int64) error {
-	var thread int64
-	if err := u.queryRow("SELECT thread_id FROM messages WHERE id = $1", messageRow).Scan(&thread); err != nil {
+	var thread, inbox, ts int64
+	if err := u.queryRow("DELETE FROM messages WHERE id = $1 RETURNING thread_id, inbox_id, ts", messageRow).Scan(&thread, &inbox, &ts); err != nil {
 		return err
 	}
-	// Queued before the row goes: the indexers drop what they no longer find.
-	if err := u.enqueueIndex("m.id = $1", messageRow); err != nil {
+	if err := u.refreshThread(thread); err != nil {
 		return err
 	}
-	if _, err := u.exec("DELETE FROM messages WHERE id = $1", messageRow); err != nil {
-		return err
-	}
-	return u.refreshThread(thread)
+	b := &pgx.Batch{}
+	u.queueChanges(b, "SELECT $1::bigint, $2::bigint, $3::bigint", messageRow, inbox, ts)
+	return u.send(b)
 }
 
 // rawOf returns the raw RFC 5322 bytes of message row, its chunks joined in the database

@@ -45,6 +45,7 @@ type wtx struct {
 	logLocked  bool            // holds the log lock (log.go)
 	notified   map[string]bool // channels notified (log.go)
 	locked     map[string]bool // rows locked by lockAccount and lockInbox
+	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 }
