@@ -56,8 +56,8 @@ var migrations embed.FS
 type Options struct {
 	// Now is the clock; nil means time.Now. Tests pin it.
 	Now func() time.Time
-	// MaxConns bounds the connection pool; 0 keeps the URL's pool_max_conns, or pgxpool's
-	// default (the larger of 4 and the number of CPUs).
+	// MaxConns bounds the connection pool; 0 keeps the URL's pool_max_conns, or
+	// defaultMaxConns.
 	MaxConns int32
 }
 
@@ -77,6 +77,15 @@ type Store struct {
 	closed   sync.Once
 }
 
+// defaultMaxConns is the pool's size unless the URL's pool_max_conns says otherwise. A
+// request spends most of its time waiting for the database, not on a CPU, so the pool is
+// larger than pgxpool's default (one per CPU, at least 4), with which four requests
+// waiting on slow statements or locks would hold up every other request of a two-core
+// process. Sixteen per process (and a listener each) leave a default PostgreSQL
+// (max_connections 100) room for five processes. Not measured yet: the benchmarks of
+// issue 30 will say.
+const defaultMaxConns = 16
+
 // pageTokenMAC is the size of a page token's MAC in bytes: 128 bits keep forgery out of
 // reach and the token short.
 const pageTokenMAC = 16
@@ -94,8 +103,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// The error may quote the URL, password and all: say only what is wrong.
 		return nil, errors.New("db: the PostgreSQL URL is not valid (postgres://user:password@host:port/dbname?sslmode=...)")
 	}
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(url, "pool_max_conns="):
+		cfg.MaxConns = defaultMaxConns
 	}
 	// Every session reads and writes UTC and fails a statement stuck behind a lock for
 	// long rather than hanging a request (the unit of work retries what fails this way).
