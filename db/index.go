@@ -39,3 +39,19 @@ type SearchCursor struct {
 func SearchScope(inboxID int64, query string, f MessageFilter) string {
 	return ListScope("search", strconv.FormatInt(inboxID, 10), query, f.Category, f.NeedsReply, f.Urgency)
 }
+
+// InOrderOf returns msgs in the order of ids (MessagesByRowID: the order of the search's
+// hits); an id with no message is left out.
+func InOrderOf(ids []int64, msgs []Message) []Message {
+	byID := make(map[int64]Message, len(msgs))
+	for _, m := range msgs {
+		byID[m.ID] = m
+	}
+	out := make([]Message, 0, len(msgs))
+	for _, id := range ids {
+		if m, ok := byID[id]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,7 +1,9 @@
 package db
 
 import (
+	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -183,4 +185,68 @@ func DeleteQuarantined(ctx context.Context, st Units, uuid string, by Actor) err
 		return tx.Audit(AuditEntry{Actor: by.Name, Remote: by.Remote, Action: "delete", AccountID: it.AccountID,
 			Inbox: it.Inbox, MessageID: it.MessageID, Detail: "reasons: " + strings.Join(it.Protection.Reasons, ", ")})
 	})
+}
+
+// MaxReviewHeader bounds the raw header shown to the reviewer: a store reads no more of a
+// message's raw bytes than this for a review.
+const MaxReviewHeader = 64 << 10
+
+// HeaderSection returns the header part of raw RFC 5322 bytes, up to MaxReviewHeader
+// bytes, with LF line ends: what the reviewer sees.
+func HeaderSection(raw []byte) string {
+	raw = raw[:min(len(raw), MaxReviewHeader)]
+	end := len(raw)
+	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
+		end = i
+	}
+	if i := bytes.Index(raw[:end], []byte("\n\n")); i >= 0 {
+		end = i
+	}
+	return strings.ReplaceAll(string(raw[:end]), "\r\n", "\n")
+}
+
+// PageSize is how many items a page of the review queue holds: Limit, or 50 when it is
+// not between 1 and 200.
+func (f QuarantineFilter) PageSize() int {
+	if f.Limit <= 0 || f.Limit > 200 {
+		return 50
+	}
+	return f.Limit
+}
+
+// ReviewCursor returns where a page of the review queue starts: after the item with this
+// timestamp (Unix milliseconds) and row, from Before; ok is false on the first page.
+//
+// Errors: invalid_argument (before).
+func (f QuarantineFilter) ReviewCursor() (ts, row int64, ok bool, err error) {
+	if f.Before == "" {
+		return 0, 0, false, nil
+	}
+	tsS, rowS, _ := strings.Cut(f.Before, "-")
+	ts, err1 := strconv.ParseInt(tsS, 10, 64)
+	row, err2 := strconv.ParseInt(rowS, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false, Errorf(ECodeInvalidArgument, "before: not a page cursor")
+	}
+	return ts, row, true, nil
+}
+
+// ReviewPage cuts items, read newest first with one more than size, to a page and returns
+// the cursor of the next page ("" on the last).
+func ReviewPage(items []QuarantineItem, size int) ([]QuarantineItem, string) {
+	if len(items) <= size {
+		return items, ""
+	}
+	items = items[:size]
+	last := items[size-1]
+	return items, strconv.FormatInt(last.Timestamp.UnixMilli(), 10) + "-" + strconv.FormatInt(last.RowID, 10)
+}
+
+// AuditPageSize is how many entries a page of the audit log holds: limit, or 100 when it
+// is not between 1 and 500.
+func AuditPageSize(limit int) int {
+	if limit <= 0 || limit > 500 {
+		return 100
+	}
+	return limit
 }

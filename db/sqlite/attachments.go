@@ -26,14 +26,14 @@ func scanAttachment(row *sql.Row) (*storedAttachment, error) {
 	if err := row.Scan(&a.ID, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size, &a.chunked, &a.InboxUUID, &a.MessageUUID, &a.Quarantined, &prot, &a.Retired); err != nil {
 		return nil, err
 	}
-	a.AVClean = true
+	var p *db.Protection
 	if prot.Valid {
-		var p db.Protection
-		if err := json.Unmarshal([]byte(prot.String), &p); err != nil {
+		p = new(db.Protection)
+		if err := json.Unmarshal([]byte(prot.String), p); err != nil {
 			return nil, err
 		}
-		a.AVClean = p.Antivirus.Status == "" || p.Antivirus.Status == "clean"
 	}
+	a.AVClean = db.AVCleanVerdict(p)
 	return &a, nil
 }
 
@@ -53,7 +53,7 @@ func (s *Store) GetAttachment(ctx context.Context, inboxID int64, messageID, att
 }
 
 // OpenAttachment returns an attachment named by the ids a download URL carries, and a
-// reader of its bytes that reads them a chunk at a time (chunks.go).
+// reader of its bytes that reads them a chunk at a time (attachmentChunk).
 //
 // Errors: not_found (also from the reader, when the message is deleted while it is read).
 func (s *Store) OpenAttachment(ctx context.Context, inboxUUID, messageUUID, attachmentID string) (*db.Attachment, db.AttachmentBody, error) {
@@ -65,5 +65,5 @@ func (s *Store) OpenAttachment(ctx context.Context, inboxUUID, messageUUID, atta
 	if err != nil {
 		return nil, nil, storageError(err)
 	}
-	return &a.Attachment, &AttachmentReader{r: s.r, ctx: ctx, row: a.ID, size: a.Size, chunked: a.chunked}, nil
+	return &a.Attachment, db.NewChunkedBody(a.Size, attachmentChunk(ctx, s.r, a.ID, a.chunked)), nil
 }

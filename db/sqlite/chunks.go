@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -88,73 +87,26 @@ func loadRaw(ctx context.Context, q rowQuerier, messageRow int64, body []byte, l
 	return raw, nil
 }
 
-// AttachmentReader reads the bytes of one attachment a chunk at a time, each chunk in a
-// query of its own: a slow client holds no read transaction open (which would keep the
-// WAL from being checkpointed) and no more than one chunk in memory. Attachments never
-// change once stored; if the message is deleted while it is read, the read fails.
-// Seeking (for HTTP Range requests) costs nothing until the next Read.
-type AttachmentReader struct {
-	r       readerPool
-	ctx     context.Context
-	row     int64
-	size    int64
-	chunked bool
-
-	off   int64  // the next byte Read returns
-	chunk []byte // the chunk holding bytes [base, base+len(chunk)) when loaded
-	base  int64
-}
-
-// Size is the attachment's length in bytes.
-func (a *AttachmentReader) Size() int64 { return a.size }
-
-// Read implements io.Reader.
-func (a *AttachmentReader) Read(p []byte) (int, error) {
-	if a.off >= a.size {
-		return 0, io.EOF
-	}
-	if a.chunk == nil || a.off < a.base || a.off >= a.base+int64(len(a.chunk)) {
-		if err := a.load(); err != nil {
-			return 0, err
+// attachmentChunk returns a loader of the bytes of attachment row (db.NewChunkedBody),
+// each chunk read in a query of its own: a slow client holds no read transaction open
+// (which would keep the WAL from being checkpointed). All of the content is one chunk when
+// it is not chunked (an attachment stored before chunks, or one of at most chunkSize
+// bytes).
+func attachmentChunk(ctx context.Context, r readerPool, row int64, chunked bool) func(off int64) ([]byte, int64, error) {
+	return func(off int64) ([]byte, int64, error) {
+		var chunk []byte
+		var base int64
+		var err error
+		if !chunked {
+			err = r.QueryRowContext(ctx, "SELECT content FROM attachments WHERE id = ?", row).Scan(&chunk)
+		} else {
+			seq := off / chunkSize
+			base = seq * chunkSize
+			err = r.QueryRowContext(ctx, "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND seq = ?", row, seq).Scan(&chunk)
 		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, db.Errorf(db.ECodeNotFound, "attachment not found")
+		}
+		return chunk, base, storageError(err)
 	}
-	n := copy(p, a.chunk[a.off-a.base:])
-	a.off += int64(n)
-	return n, nil
-}
-
-// load reads the chunk that holds a.off (all of the content when it is not chunked: an
-// attachment stored before chunks, or one of at most chunkSize bytes).
-func (a *AttachmentReader) load() error {
-	var err error
-	if !a.chunked {
-		a.base = 0
-		err = a.r.QueryRowContext(a.ctx, "SELECT content FROM attachments WHERE id = ?", a.row).Scan(&a.chunk)
-	} else {
-		seq := a.off / chunkSize
-		a.base = seq * chunkSize
-		err = a.r.QueryRowContext(a.ctx, "SELECT data FROM attachment_chunks WHERE attachment_id = ? AND seq = ?", a.row, seq).Scan(&a.chunk)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return db.Errorf(db.ECodeNotFound, "attachment not found")
-	}
-	if err == nil && a.off >= a.base+int64(len(a.chunk)) {
-		err = fmt.Errorf("db: attachment %d: chunk at %d holds %d bytes, short of %d", a.row, a.base, len(a.chunk), a.size)
-	}
-	return storageError(err)
-}
-
-// Seek implements io.Seeker.
-func (a *AttachmentReader) Seek(offset int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekCurrent:
-		offset += a.off
-	case io.SeekEnd:
-		offset += a.size
-	}
-	if offset < 0 {
-		return 0, errors.New("db: seek before the start of an attachment")
-	}
-	a.off = offset
-	return offset, nil
 }

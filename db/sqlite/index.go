@@ -2,11 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/hmac"
 	"database/sql"
-	"encoding/base64"
-	"encoding/binary"
-	"math"
 	"strings"
 
 	"github.com/inboxd/inboxd/db"
@@ -245,54 +241,17 @@ func (s *Store) MessagesByRowID(ctx context.Context, inboxID int64, ids []int64,
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[int64]db.Message, len(rows))
-	for _, m := range rows {
-		byID[m.ID] = m
-	}
-	out := make([]db.Message, 0, len(rows))
-	for _, id := range ids {
-		if m, ok := byID[id]; ok {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return db.InOrderOf(ids, rows), nil
 }
 
-// EncodeSearchToken signs a cursor for scope: 33 bytes of payload and a 16-byte MAC,
-// 67 characters in all, well under the 200 the API allows.
+// EncodeSearchToken signs a cursor for scope (db.Signer.SearchToken).
 func (s *Store) EncodeSearchToken(scope string, c db.SearchCursor) string {
-	payload := make([]byte, 0, 33)
-	sc, _ := base64.RawURLEncoding.DecodeString(scope)
-	payload = append(payload, sc...)
-	payload = binary.BigEndian.AppendUint64(payload, math.Float64bits(c.Score))
-	payload = binary.BigEndian.AppendUint64(payload, uint64(c.TS))
-	payload = binary.BigEndian.AppendUint64(payload, uint64(c.ID))
-	return s.signToken("search\x00", payload)
+	return s.tokens.SearchToken(scope, c)
 }
 
 // DecodeSearchToken returns the cursor of a token issued for scope; "" is the first page.
 //
 // Errors: invalid_argument (naming pageToken).
 func (s *Store) DecodeSearchToken(token, scope string) (*db.SearchCursor, error) {
-	if token == "" {
-		return nil, nil
-	}
-	bad := db.Errorf(db.ECodeInvalidArgument, "pageToken: invalid page token")
-	payload, ok := s.openToken("search\x00", token)
-	if !ok || len(payload) != 33 {
-		return nil, bad
-	}
-	sc, _ := base64.RawURLEncoding.DecodeString(scope)
-	if !hmac.Equal(payload[:9], sc) {
-		return nil, bad
-	}
-	c := &db.SearchCursor{
-		Score: math.Float64frombits(binary.BigEndian.Uint64(payload[9:17])),
-		TS:    int64(binary.BigEndian.Uint64(payload[17:25])),
-		ID:    int64(binary.BigEndian.Uint64(payload[25:33])),
-	}
-	if math.IsNaN(c.Score) {
-		return nil, bad
-	}
-	return c, nil
+	return s.tokens.DecodeSearchToken(token, scope)
 }

@@ -9,13 +9,13 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// Outbound queue states (see migrations/0003_smtp.sql).
+// The queue's states (migrations/0003_smtp.sql), short.
 const (
-	outboundReady      = "ready"      // due at next_at; the dispatcher routes it
-	outboundRelay      = "relay"      // for a relay worker, due at next_at
-	outboundAttempting = "attempting" // a relay worker holds it; the end-of-data dot was not sent
-	outboundHandoff    = "handoff"    // the dot is going or gone: the relay may have the message
-	outboundParked     = "parked"     // version 1 only: no transport existed
+	outboundReady      = db.OutboundReady
+	outboundRelay      = db.OutboundRelay
+	outboundAttempting = db.OutboundAttempting
+	outboundHandoff    = db.OutboundHandoff
+	outboundParked     = db.OutboundParked
 )
 
 // FinishOutboundBatch records the outcomes of several delivery attempts in one transaction

@@ -52,13 +52,3 @@ func (s *Store) decodeToken(token, scope string) (*cursor, error) {
 
 // pageTokenMAC is the size of a page token's MAC in bytes (db.PageTokenMAC).
 const pageTokenMAC = db.PageTokenMAC
-
-// signToken makes a token of payload for domain (db.Signer.SealToken).
-func (s *Store) signToken(domain string, payload []byte) string {
-	return s.tokens.SealToken(domain, payload)
-}
-
-// openToken returns the payload of a token signed for domain (db.Signer.OpenToken).
-func (s *Store) openToken(domain, token string) ([]byte, bool) {
-	return s.tokens.OpenToken(domain, token)
-}

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -25,8 +24,10 @@ func saveProtectionDetail(ctx context.Context, tx *sql.Tx, rowID int64, detail a
 // ListQuarantined returns quarantined messages of live inboxes, newest first, and the
 // cursor of the next page ("" when this is the last).
 func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]db.QuarantineItem, string, error) {
-	if f.Limit <= 0 || f.Limit > 200 {
-		f.Limit = 50
+	size := f.PageSize()
+	ts, row, after, err := f.ReviewCursor()
+	if err != nil {
+		return nil, "", err
 	}
 	var q strings.Builder
 	q.WriteString(`SELECT m.id, m.uuid, i.account_id, i.address, m.message_id, m.from_addr, m.subject, m.ts, m.protection_z, m.attachment_count
@@ -41,19 +42,13 @@ func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]d
 		q.WriteString(" AND i.address = ?")
 		args = append(args, strings.ToLower(f.Inbox))
 	}
-	if f.Before != "" {
-		tsS, idS, _ := strings.Cut(f.Before, "-")
-		ts, err1 := strconv.ParseInt(tsS, 10, 64)
-		id, err2 := strconv.ParseInt(idS, 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, "", db.Errorf(db.ECodeInvalidArgument, "before: not a page cursor")
-		}
+	if after {
 		q.WriteString(" AND (m.ts, m.id) < (?, ?)")
-		args = append(args, ts, id)
+		args = append(args, ts, row)
 	}
-	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(f.Limit+1))
+	q.WriteString(" ORDER BY m.ts DESC, m.id DESC LIMIT " + strconv.Itoa(size+1))
 	var out []db.QuarantineItem
-	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q.String(), args...)
 		if err != nil {
 			return err
@@ -79,12 +74,7 @@ func (s *Store) ListQuarantined(ctx context.Context, f db.QuarantineFilter) ([]d
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = strconv.FormatInt(millis(last.Timestamp), 10) + "-" + strconv.FormatInt(last.RowID, 10)
-	}
+	out, next := db.ReviewPage(out, size)
 	return out, next, nil
 }
 
@@ -109,9 +99,6 @@ func (s *Store) QuarantineCounts(ctx context.Context) ([]db.QuarantineCount, err
 	})
 	return out, err
 }
-
-// maxReviewHeader bounds the raw header shown to the reviewer.
-const maxReviewHeader = 64 << 10
 
 // ReviewMessage loads one message that carries a protection verdict, by its internal
 // UUID: quarantined, released or clean.
@@ -151,12 +138,12 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessa
 		if err != nil {
 			return err
 		}
-		raw, err := loadRaw(ctx, tx, m.RowID, body, maxReviewHeader)
+		raw, err := loadRaw(ctx, tx, m.RowID, body, db.MaxReviewHeader)
 		if err != nil {
 			return err
 		}
 		m.Text, m.HTML = text, html
-		m.Header = headerSection(raw[:min(len(raw), maxReviewHeader)])
+		m.Header = db.HeaderSection(raw)
 		msgs := []db.Message{{ID: m.RowID}}
 		if err := fillLabelsAndAttachments(ctx, tx, msgs); err != nil {
 			return err
@@ -168,18 +155,6 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessa
 		return nil, err
 	}
 	return &m, nil
-}
-
-// headerSection returns the header part of raw RFC 5322 bytes.
-func headerSection(raw []byte) string {
-	end := len(raw)
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		end = i
-	}
-	if i := bytes.Index(raw[:end], []byte("\n\n")); i >= 0 {
-		end = i
-	}
-	return strings.ReplaceAll(string(raw[:end]), "\r\n", "\n")
 }
 
 func loadForAction(ctx context.Context, tx *sql.Tx, uuid string) (*db.QuarantineItem, bool, error) {
@@ -216,16 +191,13 @@ func (s *Store) Audit(ctx context.Context, e db.AuditEntry) error {
 // AuditLog returns up to limit entries, newest first, older than the entry id before
 // (0 for the newest).
 func (s *Store) AuditLog(ctx context.Context, limit int, before int64) ([]db.AuditEntry, error) {
-	if limit <= 0 || limit > 500 {
-		limit = 100
-	}
 	q := "SELECT id, at, actor, action, account_id, inbox, message_id, detail, remote FROM audit_log"
 	args := []any{}
 	if before > 0 {
 		q += " WHERE id < ?"
 		args = append(args, before)
 	}
-	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
+	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(db.AuditPageSize(limit))
 	var out []db.AuditEntry
 	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, args...)

@@ -72,26 +72,9 @@ func updateRecipient(ctx context.Context, tx *sql.Tx, sig *eventSignal, messageR
 			return err
 		}
 	}
-	stamp := db.Time{Time: now}.String()
-	u.Recipient = recipient
-	u.UpdatedAt = stamp
-	u.Delivered = u.Status == db.RecipientDelivered || u.Status == db.RecipientComplained
-	changed := false
-	for i, r := range d.Recipients {
-		if r.Recipient != recipient {
-			continue
-		}
-		if db.Terminal(r.Status) && !(u.Status == db.RecipientComplained) {
-			return nil // a final answer is never replaced, except by a complaint
-		}
-		d.Recipients[i] = u
-		changed = true
+	if !d.SetRecipient(recipient, u, now) {
+		return nil
 	}
-	if !changed {
-		d.Recipients = append(d.Recipients, u)
-	}
-	d.Version++
-	d.UpdatedAt = stamp
 	if _, err := tx.ExecContext(ctx, "UPDATE messages SET delivery = ? WHERE id = ?", jsonText(&d), messageRow); err != nil {
 		return err
 	}
