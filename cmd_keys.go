@@ -29,7 +29,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func runKeysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys create", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	account := fs.String("account", "", "account id")
 	var scopes multiFlag
 	fs.Var(&scopes, "scopes", "comma-separated scopes of an account key ("+strings.Join(db.AllScopes(), ",")+")")
@@ -80,7 +80,7 @@ func runKeysCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 // whether each works; never a token.
 func runKeysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys list", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	account := fs.String("account", "", "only the keys of this account")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -120,7 +120,7 @@ func day(t *time.Time) string {
 // runKeysRevoke revokes one key by the id keys list and keys create print.
 func runKeysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys revoke", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func runAccounts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	name := "accounts " + args[0]
 	fs := newFlagSet(name, stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	if err := parseWithEnv(fs, args[1:]); err != nil {
 		return err
 	}

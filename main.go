@@ -63,16 +63,18 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 const usage = `usage:
-  inboxd serve --db PATH --http ADDR --domain NAME --base-url URL [--seed FILE]... [--demo]
-  inboxd seed --db PATH [--domain NAME] FILE...
-  inboxd keys create --db PATH --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
-  inboxd keys list --db PATH [--account ID]
-  inboxd keys revoke --db PATH KEYID
-  inboxd accounts disable|enable --db PATH ID
-  inboxd backup --db PATH OUT
+  inboxd serve --db DB --http ADDR --domain NAME --base-url URL [--data-dir DIR] [--seed FILE]... [--demo]
+  inboxd seed --db DB [--domain NAME] FILE...
+  inboxd keys create --db DB --account ID (--scopes LIST | --inbox ADDRESS) [--days N]
+  inboxd keys list --db DB [--account ID]
+  inboxd keys revoke --db DB KEYID
+  inboxd accounts disable|enable --db DB ID
+  inboxd backup --db PATH OUT   (SQLite; a PostgreSQL database: pg_dump)
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
-  inboxd reindex --db PATH
-  inboxd version`
+  inboxd reindex --db DB [--data-dir DIR]
+  inboxd version
+DB is an SQLite file (default inboxd.db) or postgres://user:pass@host:port/dbname?sslmode=...,
+one database that several inboxd processes share, each with its own --data-dir.`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runWith(ctx, args, stdout, stderr, runtimeTuning{})
@@ -187,7 +189,10 @@ func (b *byteSize) Set(v string) error {
 
 // Main is the running program: tests boot it whole on port 0 in a temp dir.
 type Main struct {
-	DBPath   string
+	DBPath string // an SQLite file, or a postgres:// URL (dbopen.go)
+	// DataDir holds the process's own files (search index, SMTP spool) when DBPath is a
+	// URL; beside an SQLite file they are named after it.
+	DataDir  string
 	HTTPAddr string
 	SMTPAddr string
 
@@ -236,7 +241,8 @@ type Main struct {
 	// off; for llm the OpenAI-compatible endpoint, its model and API key.
 	Triage, TriageURL, TriageModel, TriageKey string
 
-	store    *sqlite.Store
+	store    db.Store
+	local    string    // what the process's own files are named after (localBase)
 	clock    *db.Clock // the store's clock, which the test controls move
 	http     *http.Server
 	api      *server.Server
@@ -293,7 +299,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 	fs := newFlagSet("serve", stderr)
 	m := &Main{Stdout: stdout}
 	var seeds, proxies multiFlag
-	fs.StringVar(&m.DBPath, "db", "inboxd.db", "SQLite database file")
+	fs.StringVar(&m.DBPath, "db", "inboxd.db", dbFlagHelp)
+	fs.StringVar(&m.DataDir, "data-dir", "inboxd-data", dataDirFlagHelp)
 	fs.StringVar(&m.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&m.SMTPAddr, "smtp", "", "SMTP listen address for inbound mail, e.g. :25 (default: no SMTP listener)")
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate chain for SMTP STARTTLS")
@@ -432,7 +439,7 @@ const defaultAccount = "default"
 
 func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("seed", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	domain := fs.String("domain", "inboxd.test", "default domain of the server the database is for")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -446,7 +453,7 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("seed: %w", err)
 		}
 	}
-	store, err := sqlite.Open(ctx, *path, sqlite.Options{})
+	store, err := openDB(ctx, *path, nil)
 	if err != nil {
 		return err
 	}
@@ -461,27 +468,23 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// openExisting opens the database of a command that works on one that exists (keys,
-// backup, reindex): db.Open would create an empty database at a mistyped path, and the
-// command would then report an empty backup, or an unknown account, as if that were all.
-func openExisting(ctx context.Context, cmd, path string) (*sqlite.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	return sqlite.Open(ctx, path, sqlite.Options{})
-}
-
 // runBackup writes an online, consistent copy of the database; see sqlite.Store.Backup.
 func runBackup(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("backup", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{"backup: name the output file: inboxd backup --db PATH OUT"}
 	}
-	store, err := openExisting(ctx, "backup", *path)
+	if isDatabaseURL(*path) {
+		return errPGBackup
+	}
+	if _, err := os.Stat(*path); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	store, err := sqlite.Open(ctx, *path, sqlite.Options{})
 	if err != nil {
 		return err
 	}

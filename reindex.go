@@ -18,7 +18,8 @@ func indexPath(dbPath string) string { return dbPath + ".index" }
 // and the final count.
 func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer, rt runtimeTuning) error {
 	fs := newFlagSet("reindex", stderr)
-	path := fs.String("db", "inboxd.db", "SQLite database file")
+	path := fs.String("db", "inboxd.db", dbFlagHelp)
+	dataDir := fs.String("data-dir", "inboxd-data", dataDirFlagHelp)
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -30,6 +31,10 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer, rt
 		return err
 	}
 	defer store.Close()
+	local, err := localBase(*path, *dataDir)
+	if err != nil {
+		return err
+	}
 	rt.collectLessOften()
 	tty := isTerminal(stdout)
 	start := time.Now()
@@ -48,7 +53,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer, rt
 		fmt.Fprintf(stdout, "\r[%-*s] %3.0f%% %d/%d messages, %.0f/s ", width, repeat('#', min(bar, width)), pct, done, total,
 			float64(done)/time.Since(start).Seconds())
 	}
-	n, err := search.Rebuild(ctx, indexPath(*path), server.SearchSource(store), progress)
+	n, err := search.Rebuild(ctx, indexPath(local), server.SearchSource(store), progress)
 	if tty {
 		fmt.Fprint(stdout, "\r\033[K")
 	}
@@ -56,7 +61,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer, rt
 		return fmt.Errorf("reindex: %w", err)
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "reindexed %d messages in %.1fs (%.0f messages/s) into %s\n", n, el.Seconds(), float64(n)/el.Seconds(), indexPath(*path))
+	fmt.Fprintf(stdout, "reindexed %d messages in %.1fs (%.0f messages/s) into %s\n", n, el.Seconds(), float64(n)/el.Seconds(), indexPath(local))
 	return nil
 }
 

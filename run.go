@@ -117,7 +117,10 @@ func (m *Main) listen(_ context.Context, p *parts) (err error) {
 // openStore opens the database, migrating its schema.
 func (m *Main) openStore(ctx context.Context, _ *parts) (err error) {
 	m.clock = &db.Clock{}
-	if m.store, err = sqlite.Open(ctx, m.DBPath, sqlite.Options{Now: m.clock.Now}); err != nil {
+	if m.local, err = localBase(m.DBPath, m.DataDir); err != nil {
+		return err
+	}
+	if m.store, err = openDB(ctx, m.DBPath, m.clock.Now); err != nil {
 		return err
 	}
 	m.closers.add(m.store.Close)
@@ -148,7 +151,7 @@ func (m *Main) buildSMTP(_ context.Context, p *parts) error {
 	}
 	p.arrivals = server.NewArrivals()
 	m.smtp = server.NewSMTP(p.svc, server.SMTPConfig{Hostname: m.Domain, TLS: p.tls, Metrics: p.metrics, Faults: p.faults,
-		MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.DBPath + ".spool", Budget: p.budget,
+		MaxPerAddress: m.SMTPMaxPerIP, MaxSession: m.SMTPMaxSession, SpoolDir: m.local + ".spool", Budget: p.budget,
 		Arrivals: p.arrivals}, m.Log)
 	return nil
 }
@@ -156,7 +159,7 @@ func (m *Main) buildSMTP(_ context.Context, p *parts) error {
 // openIndex starts the full-text search index: it lives beside the database and follows
 // its queue.
 func (m *Main) openIndex(ctx context.Context, _ *parts) error {
-	m.search = search.NewIndexer(indexPath(m.DBPath), server.SearchSource(m.store), search.Options{Log: m.Log})
+	m.search = search.NewIndexer(indexPath(m.local), server.SearchSource(m.store), search.Options{Log: m.Log})
 	if err := m.search.Start(ctx); err != nil {
 		return err
 	}
@@ -233,7 +236,7 @@ func (m *Main) serve(p *parts) {
 
 // announce prints where the server listens.
 func (m *Main) announce(p *parts) {
-	fmt.Fprintf(m.Stdout, "inboxd %s listening on %s (API base %s, domain %s, database %s)\n", version, m.listener.Addr(), m.BaseURL, m.Domain, m.DBPath)
+	fmt.Fprintf(m.Stdout, "inboxd %s listening on %s (API base %s, domain %s, database %s)\n", version, m.listener.Addr(), m.BaseURL, m.Domain, describeDB(m.DBPath))
 	if m.smtp != nil {
 		fmt.Fprintf(m.Stdout, "SMTP listening on %s (STARTTLS %s)\n", m.smtpLn.Addr(), map[bool]string{true: "on", false: "off"}[p.tls != nil])
 	}

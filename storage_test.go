@@ -114,7 +114,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 			var before struct{ MessageID, ThreadID string }
 			qt.Assert(t, json.Unmarshal(body, &before), qt.IsNil)
 
-			qt.Assert(t, s.m.store.SetFault(ctx, tc.fault), qt.IsNil)
+			qt.Assert(t, s.m.store.(*sqlite.Store).SetFault(ctx, tc.fault), qt.IsNil)
 			// A send, an inbox, a label change: every write is refused, as transient.
 			status, body = send("during")
 			unavailable(t, status, body)
@@ -141,7 +141,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 			qt.Assert(t, status, qt.Equals, 200)
 
 			// Space returns: the same requests succeed, once.
-			qt.Assert(t, s.m.store.SetFault(ctx, sqlite.NoFault), qt.IsNil)
+			qt.Assert(t, s.m.store.(*sqlite.Store).SetFault(ctx, sqlite.NoFault), qt.IsNil)
 			status, body = send("during")
 			qt.Assert(t, status, qt.Equals, 200, qt.Commentf("%s", body))
 			var during struct {
@@ -169,7 +169,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 				qt.Assert(t, time.Now().Before(deadline), qt.IsTrue, qt.Commentf("search after recovery: %s", body))
 				time.Sleep(20 * time.Millisecond)
 			}
-			v, err := s.m.store.IntegrityCheck(ctx)
+			v, err := s.m.store.(*sqlite.Store).IntegrityCheck(ctx)
 			qt.Assert(t, err, qt.IsNil)
 			qt.Assert(t, v, qt.Equals, "ok")
 		})

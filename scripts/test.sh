@@ -78,8 +78,9 @@ if command -v spamd >/dev/null 2>&1; then
 fi
 
 stage "go test -race"
-# The PostgreSQL store's packages run in the next stage, against a cluster of their own.
-go test -race -tags "$TAGS" -count=1 -timeout 20m $(go list ./... | grep -v '/db/postgres')
+# The PostgreSQL store's packages, and the end-to-end tests named OnPostgres, run in the
+# next stage, against a cluster of their own.
+go test -race -tags "$TAGS" -count=1 -timeout 20m -skip 'OnPostgres' $(go list ./... | grep -v '/db/postgres')
 
 stage "PostgreSQL: the store's tests on a throwaway cluster"
 # Debian's postgresql is installed when missing; the cluster (scripts/pg-cluster.sh) lives
@@ -103,6 +104,7 @@ if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/de
 fi
 pg_status=0
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./db/postgres/... || pg_status=$?
+[ "$pg_status" = 0 ] && { go test -race -tags "$TAGS" -count=1 -timeout 20m -run 'OnPostgres' . || pg_status=$?; }
 [ -n "$pg_dir" ] && scripts/pg-cluster.sh stop "$pg_dir"
 unset INBOXD_TEST_POSTGRES
 [ "$pg_status" = 0 ] || exit "$pg_status"
