@@ -80,6 +80,28 @@ func newPostgresRig(t *testing.T, fixture string, args ...string) *rig {
 	return r
 }
 
+// startSurvivor starts, when survivor is set, a second process on the rig's database that
+// runs throughout the loop, with a data dir of its own; started first, it seeds the
+// database. Otherwise it returns nil.
+func (r *rig) startSurvivor(survivor bool) *proc {
+	if !survivor {
+		return nil
+	}
+	dataDir := r.dataDir
+	r.dataDir = r.t.TempDir()
+	defer func() { r.dataDir = dataDir }()
+	return r.start()
+}
+
+// restartOr returns the survivor, when there is one, for the checks after the loop; else
+// it starts the server once more.
+func (r *rig) restartOr(survivor *proc) *proc {
+	if survivor != nil {
+		return survivor
+	}
+	return r.start()
+}
+
 func (r *rig) start() *proc {
 	r.t.Helper()
 	args := append([]string{"--db", r.dbPath}, r.args...)
@@ -478,7 +500,23 @@ func crashFixture(inboxes ...string) string {
 // at the first start receives each at least once (crash_events_test.go).
 func TestCrashLoopSMTPIngest(t *testing.T) {
 	t.Parallel()
+	crashLoopSMTPIngest(t, newRig, false)
+}
+
+// TestCrashLoopSMTPIngestOnPostgres is TestCrashLoopSMTPIngest with two processes on one
+// PostgreSQL database: the clients deliver to the one that is killed, the other runs
+// throughout (its webhook worker takes over the deliveries the killed one held), and the
+// same holds, checked on the survivor.
+func TestCrashLoopSMTPIngestOnPostgres(t *testing.T) {
+	t.Parallel()
+	crashLoopSMTPIngest(t, newPostgresRig, true)
+}
+
+// crashLoopSMTPIngest is the scenario of TestCrashLoopSMTPIngest on the database newRig
+// makes; with survivor, a second process runs throughout and the checks are made on it.
+func crashLoopSMTPIngest(t *testing.T, newRig func(t *testing.T, fixture string, args ...string) *rig, survivor bool) {
 	r := newRig(t, crashFixture(`{"address": "sink@{domain}"}`, `{"address": "agent@{domain}"}`))
+	survivorProc := r.startSurvivor(survivor)
 	type message struct {
 		id    string
 		rcpts []string
@@ -544,7 +582,7 @@ func TestCrashLoopSMTPIngest(t *testing.T) {
 	}
 	r.loop(300*time.Millisecond, atomic, func(p *proc, cycle int, stop <-chan struct{}) { q.run(p, stop, work) })
 
-	p := r.start()
+	p := r.restartOr(survivorProc)
 	atomic(p)
 	q.last(t, p, work) // the retries of what the last kill interrupted
 	for _, inbox := range []string{"sink@inboxd.test", "agent@inboxd.test"} {
@@ -661,14 +699,7 @@ func crashLoopAPISends(t *testing.T, newRig func(t *testing.T, fixture string, a
 		inboxes = append(inboxes, fmt.Sprintf(`{"address": "s%d@{domain}"}`, i))
 	}
 	r := newRig(t, crashFixture(inboxes...), "--relay", "smtp://"+ln.Addr().String())
-	var survivorProc *proc
-	if survivor {
-		// Started first, it seeds the database; the killed process has a data dir of its own.
-		dataDir := r.dataDir
-		r.dataDir = t.TempDir()
-		survivorProc = r.start()
-		r.dataDir = dataDir
-	}
+	survivorProc := r.startSurvivor(survivor)
 
 	type send struct {
 		key, from string
@@ -717,10 +748,7 @@ func crashLoopAPISends(t *testing.T, newRig func(t *testing.T, fixture string, a
 	}
 	r.loop(300*time.Millisecond, nil, func(p *proc, cycle int, stop <-chan struct{}) { q.run(p, stop, work) })
 
-	p := survivorProc
-	if p == nil {
-		p = r.start()
-	}
+	p := r.restartOr(survivorProc)
 	q.last(t, p, work)
 	r.drain(p)
 
