@@ -187,6 +187,11 @@ func (g *signal) fire() {
 // again; every function is called then too, since notifications sent meanwhile are lost
 // (a waiter must look for itself, a cache must forget).
 type listener struct {
+	// lost is called when the connection is lost: the database restarted or failed over,
+	// most likely, and the pool's idle connections are as dead as this one. The store
+	// resets its pool then, so that the requests that follow get new connections instead
+	// of each meeting a dead one and answering unavailable.
+	lost   func()
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -230,6 +235,9 @@ func (l *listener) run(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn,
 			if err != nil {
 				conn.Close(context.Background())
 				conn = nil
+				if ctx.Err() == nil && l.lost != nil {
+					l.lost()
+				}
 				break
 			}
 			if f := on[n.Channel]; f != nil {

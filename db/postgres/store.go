@@ -147,6 +147,7 @@ func (s *Store) start(ctx context.Context) error {
 	if s.downloadKey, err = s.secret(ctx, "download_key"); err != nil {
 		return err
 	}
+	s.listener.lost = s.pool.Reset
 	return s.listener.start(ctx, s.pool.Config().ConnConfig, map[string]func(){
 		chanEvents: s.events.fire,
 		chanAuth:   s.cache.invalidate,

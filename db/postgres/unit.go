@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,8 @@ import (
 // backed by a unique constraint (idempotency keys, Message-IDs of an inbox, addresses):
 // when two processes race, the second fails on it, and the unit runs again and finds the
 // first's row. Conflicts (a unique violation, a deadlock, a serialization failure) run the
-// unit again, up to maxAttempts, as db.Units allows.
+// unit again, up to maxAttempts, as db.Units allows; so does a connection lost before the
+// unit asked to commit (a restart, a failover: nothing of it committed).
 //
 // SERIALIZABLE with retries was the other choice. It would need no lock here, but under a
 // stream of deliveries its predicate locks on the same index pages (every delivery to an
@@ -69,7 +71,7 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 			}
 			return nil
 		}
-		if !(conflict(err) || w.conflict || beginFailed(err)) || attempt == maxAttempts {
+		if !(conflict(err) || w.conflict || beginFailed(err) || lostBeforeCommit(err)) || attempt == maxAttempts {
 			return storageError(err)
 		}
 		time.Sleep(retryPause(attempt))
@@ -87,7 +89,34 @@ func (s *Store) writeOnce(w *wtx, fn func(w *wtx) error) error {
 		tx.Rollback(w.ctx)
 		return err
 	}
-	return tx.Commit(w.ctx)
+	if err := tx.Commit(w.ctx); err != nil {
+		return errCommit{err}
+	}
+	return nil
+}
+
+// errCommit is a commit that failed. When the connection was lost during it, the
+// transaction may have committed or not: the unit is not run again (it could then be
+// done twice), and its caller is answered unavailable.
+type errCommit struct{ err error }
+
+func (e errCommit) Error() string { return e.err.Error() }
+func (e errCommit) Unwrap() error { return e.err }
+
+// lostBeforeCommit reports whether err is a connection lost (the database restarted or
+// failed over) before the unit asked to commit: nothing of it can have committed, so it
+// runs again, on a new connection.
+func lostBeforeCommit(err error) bool {
+	var c errCommit
+	return !errors.As(err, &c) && unavailable(err) && !isServerRefusal(err)
+}
+
+// isServerRefusal reports whether err is the database refusing a statement on a live
+// connection (a full disk, a lock timeout, a read-only server), which running the unit
+// again at once would meet again.
+func isServerRefusal(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "08") && pe.Code != "57P01" && pe.Code != "57P02"
 }
 
 // runUnit runs fn, turning a panic into its error, so a bug in a rule fails its request
