@@ -69,12 +69,20 @@ const sessionPrefix = "inboxd "
 // sessionName is the application_name of this process's sessions.
 func (q *queueState) sessionName() string { return sessionPrefix + q.holder }
 
-// liveHolders returns the names of the processes with a session on the database now.
-func (w *wtx) liveHolders() ([]string, error) {
+// liveHolders returns the names of the processes with a session on the database now. It
+// returns nil (NULL: no row passes "lease <> ALL(live)", only leases decide) when the
+// sessions do not show their names, as behind a pooler that does not pass
+// application_name on: then the session this very query runs on lacks its own.
+func (w *wtx) liveHolders(self string) ([]string, error) {
 	var live []string
-	err := w.queryRow(`SELECT COALESCE(array_agg(DISTINCT substr(application_name, length($1) + 1)), '{}') FROM pg_stat_activity
-		WHERE starts_with(application_name, $1)`, sessionPrefix).Scan(&live)
-	return live, err
+	var selfShown bool
+	err := w.queryRow(`SELECT COALESCE(array_agg(DISTINCT substr(application_name, length($1) + 1)), '{}'),
+		COALESCE(bool_or(pid = pg_backend_pid() AND application_name = $1 || $2), false)
+		FROM pg_stat_activity WHERE starts_with(application_name, $1)`, sessionPrefix, self).Scan(&live, &selfShown)
+	if err != nil || !selfShown {
+		return nil, err
+	}
+	return live, nil
 }
 
 // Suppressions returns the suppression list of an inbox, oldest first.
@@ -105,7 +113,7 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob,
 	}
 	var jobs []db.OutboundJob
 	err := s.write(ctx, func(w *wtx) error {
-		live, err := w.liveHolders()
+		live, err := w.liveHolders(s.queues.name())
 		if err != nil {
 			return err
 		}
@@ -335,7 +343,7 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 	s.queues.relayProvider.Store(&provider)
 	var out db.OutboundRecovery
 	err := s.write(ctx, func(w *wtx) error {
-		live, err := w.liveHolders()
+		live, err := w.liveHolders(s.queues.name())
 		if err != nil {
 			return err
 		}
