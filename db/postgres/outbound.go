@@ -26,14 +26,16 @@ import (
 //     by the process whose lease the row carries: a process that lost its row to a
 //     takeover neither sends the end-of-data dot nor records anything.
 //   - A process that dies leaves its rows leased. Every session of a process carries its
-//     name (application_name, set by Open), and the database drops a dead process's
-//     sessions at once; so a row whose holder has no session left, or whose lease ended,
-//     is taken over by any other process's ClaimOutbound as RecoverOutbound does at a
-//     start (a row attempting is made ready again, a row handed off is recorded accepted,
-//     uncertain, and not sent again). RecoverOutbound itself takes back this process's
-//     own rows too, never those of a live process. A live process whose sessions are all
-//     lost for a moment may lose its rows this way: it then records nothing for them (its
-//     hand-off and outcomes are refused), so nothing is sent or stored twice.
+//     name (application_name, set by Open), and the database drops a killed process's
+//     sessions at once (a machine that vanishes from the network keeps them until the
+//     server's TCP keepalive gives up: the lease bounds that wait); so a row whose holder
+//     has no session left, or whose lease ended, is taken over by any other process's
+//     ClaimOutbound as RecoverOutbound does at a start (a row attempting is made ready
+//     again, a row handed off is recorded accepted, uncertain, and not sent again).
+//     RecoverOutbound itself takes back this process's own rows too, never those of a
+//     live process. A live process whose sessions are all lost for a moment may lose its
+//     rows this way: it then records nothing for them (its hand-off and outcomes are
+//     refused), so nothing is sent or stored twice.
 
 // dispatchLease is how long a row a dispatcher claimed stays its own: a pass routes and
 // records its batch in seconds.
@@ -67,37 +69,39 @@ const sessionPrefix = "inboxd "
 // sessionName is the application_name of this process's sessions.
 func (q *queueState) sessionName() string { return sessionPrefix + q.holder }
 
-// liveHolders returns the names of the processes with a session on the database now.
-func (w *wtx) liveHolders() ([]string, error) {
+// liveHolders returns the names of the processes with a session on the database now. It
+// returns nil (NULL: no row passes "lease <> ALL(live)", only leases decide) when the
+// sessions do not show their names, as behind a pooler that does not pass
+// application_name on: then the session this very query runs on lacks its own.
+func (w *wtx) liveHolders(self string) ([]string, error) {
 	var live []string
-	err := w.queryRow(`SELECT COALESCE(array_agg(DISTINCT substr(application_name, length($1) + 1)), '{}') FROM pg_stat_activity
-		WHERE starts_with(application_name, $1)`, sessionPrefix).Scan(&live)
-	return live, err
+	var selfShown bool
+	err := w.queryRow(`SELECT COALESCE(array_agg(DISTINCT substr(application_name, length($1) + 1)), '{}'),
+		COALESCE(bool_or(pid = pg_backend_pid() AND application_name = $1 || $2), false)
+		FROM pg_stat_activity WHERE starts_with(application_name, $1)`, sessionPrefix, self).Scan(&live, &selfShown)
+	if err != nil || !selfShown {
+		return nil, err
+	}
+	return live, nil
 }
 
 // Suppressions returns the suppression list of an inbox, oldest first.
 func (s *Store) Suppressions(ctx context.Context, inboxID int64) ([]db.Suppression, error) {
 	rows, err := s.pool.Query(ctx, `SELECT address, reason, smtp_code, smtp_enhanced, created_at FROM suppressions
 		WHERE inbox_id = $1 ORDER BY created_at, address`, inboxID)
-	if err != nil {
-		return nil, storageError(err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Suppression, error) {
+	out, err := collect(rows, err, func(r pgx.CollectableRow) (db.Suppression, error) {
 		var x db.Suppression
 		var created int64
 		err := r.Scan(&x.Address, &x.Reason, &x.SMTPCode, &x.SMTPEnhanced, &created)
 		x.CreatedAt = fromMillis(created).Time
 		return x, err
 	})
-	if out == nil {
-		out = []db.Suppression{}
-	}
 	return out, storageError(err)
 }
 
 // ClaimOutbound leases up to limit due ready rows to this process (its own again, and
-// those of dead processes), after taking over the relay rows of dead processes. Jobs carry no Raw bytes (MessageRaw reads them one
-// message at a time).
+// those of dead processes), after taking over the relay rows of dead processes. Jobs
+// carry no Raw bytes (MessageRaw reads them one message at a time).
 func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob, error) {
 	// The dispatcher of every process looks every second: a read tells whether there is
 	// anything to claim or take over, without a write transaction.
@@ -109,7 +113,7 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob,
 	}
 	var jobs []db.OutboundJob
 	err := s.write(ctx, func(w *wtx) error {
-		live, err := w.liveHolders()
+		live, err := w.liveHolders(s.queues.name())
 		if err != nil {
 			return err
 		}
@@ -339,7 +343,7 @@ func (s *Store) RecoverOutbound(ctx context.Context, provider string) (db.Outbou
 	s.queues.relayProvider.Store(&provider)
 	var out db.OutboundRecovery
 	err := s.write(ctx, func(w *wtx) error {
-		live, err := w.liveHolders()
+		live, err := w.liveHolders(s.queues.name())
 		if err != nil {
 			return err
 		}
