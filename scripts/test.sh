@@ -105,6 +105,8 @@ fi
 pg_status=0
 go test -race -tags "$TAGS" -count=1 -timeout 20m ./db/postgres/... || pg_status=$?
 [ "$pg_status" = 0 ] && { go test -race -tags "$TAGS" -count=1 -timeout 20m -run 'OnPostgres' . || pg_status=$?; }
+# The whole server suite again, every test on a PostgreSQL database of its own.
+[ "$pg_status" = 0 ] && { INBOXD_TEST_STORE=postgres go test -race -tags "$TAGS" -count=1 -timeout 20m ./server/ || pg_status=$?; }
 [ -n "$pg_dir" ] && scripts/pg-cluster.sh stop "$pg_dir"
 unset INBOXD_TEST_POSTGRES
 [ "$pg_status" = 0 ] || exit "$pg_status"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/postgres"
+	"github.com/inboxd/inboxd/db/postgres/pgtest"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
@@ -63,13 +66,21 @@ type serverOptions struct {
 	source  func(search.Source) search.Source // wraps the store as the indexer reads it
 }
 
-// newServer builds and starts the server opts describe.
+// newServer builds and starts the server opts describe, on an SQLite file, or, with
+// INBOXD_TEST_STORE=postgres, on a PostgreSQL database of its own (db/postgres/pgtest):
+// scripts/test.sh runs the whole suite on both stores.
 func newServer(t testing.TB, opts serverOptions) *testServer {
 	t.Helper()
 	c := qt.New(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "inboxd.db"), sqlite.Options{Now: opts.now})
+	var store db.Store
+	var err error
+	if os.Getenv("INBOXD_TEST_STORE") == "postgres" {
+		store, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Now: opts.now})
+	} else {
+		store, err = sqlite.Open(ctx, filepath.Join(dir, "inboxd.db"), sqlite.Options{Now: opts.now})
+	}
 	c.Assert(err, qt.IsNil)
 	v, err := schema.New()
 	c.Assert(err, qt.IsNil)
