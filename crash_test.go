@@ -820,6 +820,20 @@ func crashLoopAPISends(t *testing.T, newRig func(t *testing.T, fixture string, a
 // acknowledged change or of the one in flight, all of its messages alike.
 func TestCrashLoopLabels(t *testing.T) {
 	t.Parallel()
+	crashLoopLabels(t, newRig, false)
+}
+
+// TestCrashLoopLabelsOnPostgres is TestCrashLoopLabels with two processes on one
+// PostgreSQL database, the changes made through the one that is killed and checked on
+// the one that runs throughout (whose search index follows the shared change log).
+func TestCrashLoopLabelsOnPostgres(t *testing.T) {
+	t.Parallel()
+	crashLoopLabels(t, newPostgresRig, true)
+}
+
+// crashLoopLabels is the scenario of TestCrashLoopLabels on the database newRig makes;
+// with survivor, a second process runs throughout and the checks are made on it.
+func crashLoopLabels(t *testing.T, newRig func(t *testing.T, fixture string, args ...string) *rig, survivor bool) {
 	const threads, perThread, threadOps = 12, 4, 8 // threads 0-7 by thread, 8-11 by message
 	var msgs []string
 	for j := range threads {
@@ -839,6 +853,7 @@ func TestCrashLoopLabels(t *testing.T) {
 	}
 	const inbox = "labels@inboxd.test"
 	r := newRig(t, crashFixture(`{"address": "labels@{domain}", "messages": [`+strings.Join(msgs, ",")+`]}`))
+	survivorProc := r.startSurvivor(survivor)
 
 	// A unit is a thread (changed whole) or a message (changed alone).
 	type unit struct {
@@ -931,7 +946,7 @@ func TestCrashLoopLabels(t *testing.T) {
 		fanOut(3, units, func(w int, mine []*unit) { work(p, stop, mine) })
 	})
 
-	p := r.start()
+	p := r.restartOr(survivorProc)
 	check(p)
 	r.drain(p)
 	want := map[string]int{}
