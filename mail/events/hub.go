@@ -258,6 +258,18 @@ func (h *Hub) fromRing(after int64, f db.EventFilter, max int) (out []*Item, thr
 	return out, through, true
 }
 
+// rendered returns the payload the ring holds for seq: nil when the ring no longer or not
+// yet holds seq, or holds it without a payload (nobody streamed its account then).
+func (h *Hub) rendered(seq int64) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.Search(len(h.ring), func(i int) bool { return h.ring[i].Seq >= seq })
+	if i < len(h.ring) && h.ring[i].Seq == seq {
+		return h.ring[i].Data
+	}
+	return nil
+}
+
 func max64(a, b int64) int64 {
 	if a > b {
 		return a
