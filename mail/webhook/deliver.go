@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -17,21 +18,33 @@ import (
 // can serve the next delivery.
 const maxAnswer = 64 << 10
 
-// deliver makes one attempt and records it.
-func (w *Worker) deliver(ctx context.Context, j job) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
+// deliver makes one attempt and has it recorded meanwhile: recording waits for a commit,
+// which the slot's next attempt need not wait for (the delivery stays leased until then,
+// so it is not claimed again). attempts tracks the recording.
+func (w *Worker) deliver(ctx context.Context, attempts *sync.WaitGroup, j job) {
 	if w.cfg.Store.Now().Add(w.cfg.Timeout).After(j.leaseEnds) {
 		// It waited for a slot so long that its lease could end mid-attempt, and another
 		// worker could make it at the same time: given back, it is claimed again at once.
-		w.giveBack(fctx, j)
+		w.giveBack(ctx, j)
 		return
 	}
 	o, ok := w.attempt(ctx, j)
 	if !ok { // cut short by a stop: the next start makes it again, at once
-		w.giveBack(fctx, j)
+		w.giveBack(ctx, j)
 		return
 	}
+	attempts.Add(1)
+	go func() {
+		defer attempts.Done()
+		w.record(ctx, j, o)
+		w.wakeClaimer() // a retry is due from now on, not from when its lease ends
+	}()
+}
+
+// record records an attempt and counts it; it outlives a stop, within finishTimeout.
+func (w *Worker) record(ctx context.Context, j job, o db.HookOutcome) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	kept, err := w.cfg.Store.FinishHookDelivery(fctx, j.HookJob, o)
 	switch {
 	case err != nil:
@@ -54,7 +67,9 @@ func (w *Worker) deliver(ctx context.Context, j job) {
 
 // giveBack ends the lease of a delivery without an attempt, so that it is due at once.
 func (w *Worker) giveBack(ctx context.Context, j job) {
-	if err := w.cfg.Store.ReleaseHookDelivery(ctx, j.HookJob); err != nil {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := w.cfg.Store.ReleaseHookDelivery(fctx, j.HookJob); err != nil {
 		w.cfg.Log.Warn("webhooks: give back a delivery; it is due again when its lease ends", "event", j.Event.EventID, "err", err)
 	}
 }

@@ -78,6 +78,14 @@ func (w *Worker) claimRequest() (db.HookClaim, bool) {
 	return db.HookClaim{Limit: room, PerWebhook: perWebhook, Busy: held, Lease: w.cfg.Lease}, true
 }
 
+// wakeClaimer wakes Run to claim again, without ever blocking.
+func (w *Worker) wakeClaimer() {
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
 // heldOf is how many deliveries of a webhook the worker holds. Call with w.mu.
 func (w *Worker) heldOf(row int64) int { return w.busy[row] + len(w.waiting[row]) }
 
@@ -102,7 +110,7 @@ func (w *Worker) hold(j job) bool {
 func (w *Worker) serve(ctx context.Context, attempts *sync.WaitGroup, j job) {
 	defer attempts.Done()
 	for ok := true; ok; j, ok = w.next(j.Webhook.Row) {
-		w.deliver(ctx, j)
+		w.deliver(ctx, attempts, j)
 	}
 }
 
@@ -119,10 +127,7 @@ func (w *Worker) next(row int64) (job, bool) {
 		delete(w.busy, row)
 	}
 	if w.heldOf(row) <= w.cfg.PerWebhook {
-		select {
-		case w.freed <- struct{}{}:
-		default:
-		}
+		w.wakeClaimer()
 	}
 	pick, ok := row, len(w.waiting[row]) > 0
 	for r, q := range w.waiting {

@@ -84,7 +84,7 @@ type Worker struct {
 	waiting  map[int64][]job // claimed deliveries waiting for a slot, by webhook row, oldest first
 	inflight int
 	held     int           // claimed and not finished: in flight or waiting
-	freed    chan struct{} // a webhook holds few enough to be claimed for again
+	freed    chan struct{} // something may be claimable: a webhook holds few enough, or an attempt was recorded
 
 	delivered, retried, failed atomic.Uint64
 }
