@@ -28,6 +28,10 @@ const (
 	// busyRecheck is how soon the worker looks again when a due delivery waits for a
 	// slot of its webhook.
 	busyRecheck = time.Second
+	// claimGather is the least time between two claims that a commit or an attempt's end
+	// wakes: while mail flows, one claim (a read, a write, a read of the messages) takes
+	// the deliveries of several commits instead of one each.
+	claimGather = 10 * time.Millisecond
 )
 
 // Config configures a Worker; zero fields take the defaults.
@@ -144,6 +148,7 @@ func (w *Worker) Run(ctx context.Context) {
 	defer attempts.Wait()
 	for ctx.Err() == nil {
 		wake := w.cfg.Store.EventsCommitted() // before claiming, so no commit is missed
+		claimed := time.Now()
 		if w.claim(ctx, &attempts) {
 			continue // there may be more due
 		}
@@ -151,10 +156,22 @@ func (w *Worker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			pause(ctx, claimGather-time.Since(claimed))
 		case <-w.freed:
+			pause(ctx, claimGather-time.Since(claimed))
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// pause waits d (nothing when d <= 0) or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	if d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
 	}
 }
 
