@@ -32,6 +32,7 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/sqlite"
 	"github.com/inboxd/inboxd/fixtures"
+	"github.com/inboxd/inboxd/mail/events"
 	"github.com/inboxd/inboxd/mail/webhook"
 	"github.com/inboxd/inboxd/search"
 	"github.com/inboxd/inboxd/server"
@@ -261,6 +262,8 @@ type Main struct {
 	WebhookAllowHTTP bool
 	webhooks         *webhook.Worker
 	webhooksDone     chan struct{}
+	hub              *events.Hub // the event log's follower, shared by the API and the webhook worker
+	hubDone          chan struct{}
 
 	// closers release what Run acquired: Run runs them when it fails part way, Close
 	// once the server runs.

@@ -173,7 +173,7 @@ func (m *Main) buildAPI(_ context.Context, p *parts) (err error) {
 	m.api, err = server.New(m.store, p.svc, p.schema, server.Config{BaseURL: m.BaseURL, Domain: m.Domain, Version: version,
 		Search: m.search, Metrics: p.metrics, MetricsToken: m.MetricsToken, Budget: p.budget, TrustedProxies: p.proxies,
 		Conns: p.conns, SQLiteVersion: sqlite.Version(), Arrivals: p.arrivals, WebhookAllowHTTP: m.WebhookAllowHTTP, Webhooks: m.webhooks,
-		TestControls: m.TestControls, Clock: m.clock, Faults: p.faults}, m.Log)
+		Streams: server.StreamConfig{Hub: m.hub}, TestControls: m.TestControls, Clock: m.clock, Faults: p.faults}, m.Log)
 	if err != nil {
 		return err
 	}

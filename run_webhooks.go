@@ -3,28 +3,36 @@ package main
 import (
 	"context"
 
+	"github.com/inboxd/inboxd/mail/events"
 	"github.com/inboxd/inboxd/mail/webhook"
 )
 
-// The webhook worker (extensions section 3): built before the API, whose /metrics shows
-// its counts, started with the other workers and stopped with them.
+// The event hub and the webhook worker (extensions sections 3-5): built before the API,
+// which streams from the hub and whose /metrics shows the worker's counts, started with
+// the other workers and stopped with them. The worker posts the payloads the hub rendered
+// for the streams, so an event both streamed and posted is rendered once.
 
-// buildWebhooks builds the webhook worker.
-func (m *Main) buildWebhooks(context.Context, *parts) error {
-	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log})
+// buildWebhooks builds the event hub and the webhook worker.
+func (m *Main) buildWebhooks(ctx context.Context, _ *parts) (err error) {
+	if m.hub, err = events.New(ctx, m.store, events.Options{Log: m.Log}); err != nil {
+		return err
+	}
+	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log, Payloads: m.hub})
 	return nil
 }
 
-// startWebhooks runs the webhook worker until ctx ends.
+// startWebhooks runs the hub and the webhook worker until ctx ends.
 func (m *Main) startWebhooks(ctx context.Context) {
-	m.webhooksDone = make(chan struct{})
+	m.hubDone, m.webhooksDone = make(chan struct{}), make(chan struct{})
+	go func() { m.hub.Run(ctx); close(m.hubDone) }()
 	go func() { m.webhooks.Run(ctx); close(m.webhooksDone) }()
 }
 
-// waitWebhooks waits for the stopped webhook worker: attempts in flight are cut short and
-// made again after a restart, once their leases end.
+// waitWebhooks waits for the stopped hub and webhook worker: attempts in flight are cut
+// short and made again after a restart, once their leases end.
 func (m *Main) waitWebhooks() {
 	if m.webhooksDone != nil {
 		<-m.webhooksDone
+		<-m.hubDone
 	}
 }

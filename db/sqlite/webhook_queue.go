@@ -20,27 +20,23 @@ import (
 // hours may have thousands of deliveries waiting.
 func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.HookJob, error) {
 	now := s.Now()
-	// The worker claims after every commit with events, most of which queue no delivery
-	// (an account without webhooks): a read finds that out without taking the writer.
-	var anyDue bool
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-		WHERE status = 'pending' AND next_attempt_at <= ?1 AND claimed_until <= ?1)`, millis(now)).Scan(&anyDue); err != nil {
-		return nil, storageError(err)
-	}
-	if !anyDue {
-		return nil, nil
+	// The worker claims after every commit with events, most of which leave it nothing
+	// to claim (an account without webhooks, or every due webhook at its bound): a read
+	// picks the rows without taking the writer, and the write leases those still due.
+	var picked []any
+	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		picked, err = dueHookRows(ctx, tx, c, now)
+		return err
+	})
+	if err != nil || len(picked) == 0 {
+		return nil, err
 	}
 	token := newRowUUID()
 	var jobs []db.HookJob
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		jobs = nil
-		ids, err := dueHookRows(ctx, tx, c, now)
+		ids, err := leaseHookRows(ctx, tx, picked, now, now.Add(c.Lease), token)
 		if err != nil || len(ids) == 0 {
-			return err
-		}
-		args := append([]any{millis(now.Add(c.Lease)), token}, ids...)
-		if _, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET claimed_until = ?, claim = ? WHERE id IN ("+
-			placeholders(len(ids))+")", args...); err != nil {
 			return err
 		}
 		jobs, err = loadHookJobs(ctx, tx, ids, token)
@@ -50,6 +46,16 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.H
 		return nil, storageError(err)
 	}
 	return jobs, nil
+}
+
+// leaseHookRows leases the picked rows that are still due, unleased and of an enabled
+// webhook (another worker, or a change to the webhook, may have come between the pick
+// and the write) and returns them.
+func leaseHookRows(ctx context.Context, tx *sql.Tx, picked []any, now, until time.Time, token string) ([]any, error) {
+	args := append([]any{millis(until), token, millis(now)}, picked...)
+	return queryIDs(ctx, tx, `UPDATE webhook_deliveries SET claimed_until = ?1, claim = ?2
+		WHERE status = 'pending' AND next_attempt_at <= ?3 AND claimed_until <= ?3
+		AND webhook_id IN (SELECT id FROM webhooks WHERE enabled = 1) AND id IN (`+placeholders(len(picked))+") RETURNING id", args...)
 }
 
 // dueHookRows picks the rows to claim: due, not leased, of enabled webhooks, oldest first
@@ -66,25 +72,32 @@ func dueHookRows(ctx context.Context, tx *sql.Tx, c db.HookClaim, now time.Time)
 		if room <= 0 {
 			continue
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM webhook_deliveries WHERE webhook_id = ?1 AND status = 'pending'
+		front, err := queryIDs(ctx, tx, `SELECT id FROM webhook_deliveries WHERE webhook_id = ?1 AND status = 'pending'
 			AND next_attempt_at <= ?2 AND claimed_until <= ?2 ORDER BY next_attempt_at, id LIMIT ?3`, w, millis(now), room)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		ids = append(ids, front...)
 	}
 	return ids, nil
+}
+
+// queryIDs runs a query of one integer column and returns its values.
+func queryIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // webhooksWithDue returns the enabled webhooks with a due delivery, the one due longest

@@ -32,7 +32,11 @@ type Options struct {
 	TrimEvery time.Duration
 	// Retry is how long the tailer waits after a failed read (default a second).
 	Retry time.Duration
-	Log   *slog.Logger // nil: slog.Default()
+	// Gather is the least time between two reads of the log (default 10 ms): while mail
+	// flows, one read, one rendering and one wake of each stream carry the events of
+	// several commits instead of one. The first event after a quiet spell is read at once.
+	Gather time.Duration
+	Log    *slog.Logger // nil: slog.Default()
 }
 
 func (o Options) withDefaults() Options {
@@ -50,6 +54,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retry <= 0 {
 		o.Retry = time.Second
+	}
+	if o.Gather <= 0 {
+		o.Gather = 10 * time.Millisecond
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -102,6 +109,7 @@ func (h *Hub) Run(ctx context.Context) {
 	h.trim(ctx)
 	for {
 		woken := h.store.EventsCommitted() // before reading: nothing committed in between is missed
+		read := time.Now()
 		if err := h.catchUp(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -111,11 +119,29 @@ func (h *Hub) Run(ctx context.Context) {
 		}
 		select {
 		case <-woken:
+			if !sleep(ctx, h.opts.Gather-time.Since(read)) {
+				return
+			}
 		case <-trim.C:
 			h.trim(ctx)
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// sleep waits d (nothing when d <= 0); false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -233,7 +259,10 @@ func (h *Hub) evict() {
 		n++
 	}
 	if n > 0 {
-		h.ring = append([]*Item(nil), h.ring[n:]...) // a fresh array: the dropped items are freed
+		// The dropped items are freed now; the rest moves to a fresh array when append
+		// next needs room, not on every page (copying the whole ring each time).
+		clear(h.ring[:n])
+		h.ring = h.ring[n:]
 	}
 }
 
@@ -256,6 +285,18 @@ func (h *Hub) fromRing(after int64, f db.EventFilter, max int) (out []*Item, thr
 		}
 	}
 	return out, through, true
+}
+
+// rendered returns the payload the ring holds for seq: nil when the ring no longer or not
+// yet holds seq, or holds it without a payload (nobody streamed its account then).
+func (h *Hub) rendered(seq int64) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.Search(len(h.ring), func(i int) bool { return h.ring[i].Seq >= seq })
+	if i < len(h.ring) && h.ring[i].Seq == seq {
+		return h.ring[i].Data
+	}
+	return nil
 }
 
 func max64(a, b int64) int64 {

@@ -6,8 +6,8 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// render loads the messages events name and renders each payload once.
-func render(ctx context.Context, store Store, evs []db.Event) ([]*Item, error) {
+// render loads the messages events name, in one read, and renders each payload once.
+func render(ctx context.Context, store db.EventLog, evs []db.Event) ([]*Item, error) {
 	var rows []int64
 	for _, e := range evs {
 		if needsMessage(e.Type) {
@@ -40,4 +40,49 @@ func bare(evs []db.Event) []*Item {
 		out[i] = &Item{Event: evs[i]}
 	}
 	return out
+}
+
+// StorePayloads renders payloads straight from the store, for a reader without a hub.
+type StorePayloads struct{ Store db.EventLog }
+
+// Payloads renders the payloads of evs with their messages as stored now, in one read.
+func (p StorePayloads) Payloads(ctx context.Context, evs []db.Event) ([][]byte, error) {
+	items, err := render(ctx, p.Store, evs)
+	if err != nil {
+		return nil, err
+	}
+	return payloadsOf(items), nil
+}
+
+func payloadsOf(items []*Item) [][]byte {
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = it.Data
+	}
+	return out
+}
+
+// Payloads returns the payloads of evs: the ones the hub rendered for a stream from the
+// ring, the others rendered now in one read of the store. The webhook worker posts
+// through it, so that an event both streamed and posted is read back and encoded once.
+func (h *Hub) Payloads(ctx context.Context, evs []db.Event) ([][]byte, error) {
+	out := make([][]byte, len(evs))
+	var missing []db.Event
+	var at []int
+	for i := range evs {
+		if out[i] = h.rendered(evs[i].Seq); out[i] == nil {
+			missing, at = append(missing, evs[i]), append(at, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	items, err := render(ctx, h.store, missing)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = items[j].Data
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -17,18 +18,34 @@ import (
 // can serve the next delivery.
 const maxAnswer = 64 << 10
 
-// deliver makes one attempt and records it.
-func (w *Worker) deliver(ctx context.Context, j db.HookJob) {
-	o, ok := w.attempt(ctx, j)
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	if !ok { // cut short by a stop: the next start makes it again, at once
-		if err := w.cfg.Store.ReleaseHookDelivery(fctx, j); err != nil {
-			w.cfg.Log.Warn("webhooks: give back a delivery; it is due again when its lease ends", "event", j.Event.EventID, "err", err)
-		}
+// deliver makes one attempt and has it recorded meanwhile: recording waits for a commit,
+// which the slot's next attempt need not wait for (the delivery stays leased until then,
+// so it is not claimed again). attempts tracks the recording.
+func (w *Worker) deliver(ctx context.Context, attempts *sync.WaitGroup, j job) {
+	if w.cfg.Store.Now().Add(w.cfg.Timeout).After(j.leaseEnds) {
+		// It waited for a slot so long that its lease could end mid-attempt, and another
+		// worker could make it at the same time: given back, it is claimed again at once.
+		w.giveBack(ctx, j)
 		return
 	}
-	kept, err := w.cfg.Store.FinishHookDelivery(fctx, j, o)
+	o, ok := w.attempt(ctx, j)
+	if !ok { // cut short by a stop: the next start makes it again, at once
+		w.giveBack(ctx, j)
+		return
+	}
+	attempts.Add(1)
+	go func() {
+		defer attempts.Done()
+		w.record(ctx, j, o)
+		w.wakeClaimer() // a retry is due from now on, not from when its lease ends
+	}()
+}
+
+// record records an attempt and counts it; it outlives a stop, within finishTimeout.
+func (w *Worker) record(ctx context.Context, j job, o db.HookOutcome) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	kept, err := w.cfg.Store.FinishHookDelivery(fctx, j.HookJob, o)
 	switch {
 	case err != nil:
 		w.cfg.Log.Error("webhooks: record an attempt", "webhook", j.Webhook.WebhookID, "event", j.Event.EventID, "err", err)
@@ -48,13 +65,22 @@ func (w *Worker) deliver(ctx context.Context, j db.HookJob) {
 	}
 }
 
+// giveBack ends the lease of a delivery without an attempt, so that it is due at once.
+func (w *Worker) giveBack(ctx context.Context, j job) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := w.cfg.Store.ReleaseHookDelivery(fctx, j.HookJob); err != nil {
+		w.cfg.Log.Warn("webhooks: give back a delivery; it is due again when its lease ends", "event", j.Event.EventID, "err", err)
+	}
+}
+
 // attempt POSTs the event and says what came of it; false when ctx ended meanwhile.
-func (w *Worker) attempt(ctx context.Context, j db.HookJob) (db.HookOutcome, bool) {
+func (w *Worker) attempt(ctx context.Context, j job) (db.HookOutcome, bool) {
 	now := w.cfg.Store.Now()
 	o := db.HookOutcome{At: now, Status: db.HookDelivered}
-	body, err := w.payload(ctx, j)
+	err := j.renderErr
 	if err == nil {
-		o.ResponseStatus, err = w.post(ctx, j, body, now)
+		o.ResponseStatus, err = w.post(ctx, j.HookJob, j.body, now)
 	}
 	if ctx.Err() != nil {
 		return o, false
@@ -71,13 +97,19 @@ func (w *Worker) attempt(ctx context.Context, j db.HookJob) (db.HookOutcome, boo
 	return o, true
 }
 
-// payload renders the event with its message as stored now.
-func (w *Worker) payload(ctx context.Context, j db.HookJob) ([]byte, error) {
-	msgs, err := w.cfg.Store.EventMessages(ctx, []int64{j.Event.MessageRow})
+// payloads renders the claimed jobs' events, in one read of their messages (or none, for
+// what the hub rendered for its streams a moment ago); an error fails every attempt, to
+// be retried.
+func (w *Worker) payloads(ctx context.Context, jobs []db.HookJob) ([][]byte, error) {
+	evs := make([]db.Event, len(jobs))
+	for i := range jobs {
+		evs[i] = jobs[i].Event
+	}
+	out, err := w.cfg.Payloads.Payloads(ctx, evs)
 	if err != nil {
 		return nil, fmt.Errorf("the event could not be read: %w", err)
 	}
-	return j.Event.Payload(msgs[j.Event.MessageRow])
+	return out, nil
 }
 
 // post sends one signed request and returns the answer's status; an error when the

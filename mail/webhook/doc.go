@@ -3,5 +3,7 @@
 // the Standard Webhooks way, and records the attempt: delivered on a 2xx within the
 // timeout, else retried with exponential backoff for a day, then failed. Each webhook has
 // a few attempts in flight at most, so a slow or dead endpoint delays no other one, and
-// ingest never waits for a webhook: deliveries are rows queued with the event.
+// ingest never waits for a webhook: deliveries are rows queued with the event. One claim
+// leases a few rounds of a webhook's deliveries (claimAhead) and renders their payloads
+// in one read, so a fast endpoint costs a write per several attempts, not one each.
 package webhook

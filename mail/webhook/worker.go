@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail/events"
 )
 
 // Defaults of Config (extensions section 3).
@@ -27,6 +28,10 @@ const (
 	// busyRecheck is how soon the worker looks again when a due delivery waits for a
 	// slot of its webhook.
 	busyRecheck = time.Second
+	// claimGather is the least time between two claims that a commit or an attempt's end
+	// wakes: while mail flows, one claim (a read, a write, a read of the messages) takes
+	// the deliveries of several commits instead of one each.
+	claimGather = 10 * time.Millisecond
 )
 
 // Config configures a Worker; zero fields take the defaults.
@@ -47,6 +52,15 @@ type Config struct {
 	Poll   time.Duration
 	// Transport carries the requests; nil is a transport of the worker's own.
 	Transport http.RoundTripper
+	// Payloads renders the events to post; nil renders them from Store. The process's
+	// events.Hub is one that shares what it rendered for the streams.
+	Payloads Payloads
+}
+
+// Payloads renders events as webhooks and streams carry them (db.Event.Payload), one
+// payload for each event, in order.
+type Payloads interface {
+	Payloads(ctx context.Context, evs []db.Event) ([][]byte, error)
 }
 
 // Backoff is the contract's retry schedule: min(3600, 5 x 2^(n-1)) seconds after failed
@@ -70,9 +84,11 @@ type Worker struct {
 	client *http.Client
 
 	mu       sync.Mutex
-	busy     map[int64]int // attempts in flight by webhook row
+	busy     map[int64]int   // attempts in flight by webhook row
+	waiting  map[int64][]job // claimed deliveries waiting for a slot, by webhook row, oldest first
 	inflight int
-	freed    chan struct{} // an attempt ended: a slot is free
+	held     int           // claimed and not finished: in flight or waiting
+	freed    chan struct{} // something may be claimable: a webhook holds few enough, or an attempt was recorded
 
 	delivered, retried, failed atomic.Uint64
 }
@@ -93,6 +109,9 @@ func New(cfg Config) *Worker {
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
 	}
+	if cfg.Payloads == nil {
+		cfg.Payloads = events.StorePayloads{Store: cfg.Store}
+	}
 	if cfg.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = cfg.PerWebhook
@@ -102,7 +121,7 @@ func New(cfg Config) *Worker {
 		// A redirect is the endpoint's answer, a failed attempt: following it would send
 		// the signed event somewhere the account never named.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{cfg: cfg, client: client, busy: map[int64]int{}, freed: make(chan struct{}, 1)}
+	return &Worker{cfg: cfg, client: client, busy: map[int64]int{}, waiting: map[int64][]job{}, freed: make(chan struct{}, 1)}
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -129,6 +148,7 @@ func (w *Worker) Run(ctx context.Context) {
 	defer attempts.Wait()
 	for ctx.Err() == nil {
 		wake := w.cfg.Store.EventsCommitted() // before claiming, so no commit is missed
+		claimed := time.Now()
 		if w.claim(ctx, &attempts) {
 			continue // there may be more due
 		}
@@ -136,62 +156,36 @@ func (w *Worker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			pause(ctx, claimGather-time.Since(claimed))
 		case <-w.freed:
+			pause(ctx, claimGather-time.Since(claimed))
 		case <-t.C:
 		}
 		t.Stop()
 	}
 }
 
-// claim claims what the free slots allow and starts an attempt for each; it reports
-// whether it claimed any.
-func (w *Worker) claim(ctx context.Context, attempts *sync.WaitGroup) bool {
-	w.mu.Lock()
-	room := w.cfg.MaxInFlight - w.inflight
-	busy := make(map[int64]int, len(w.busy))
-	for k, v := range w.busy {
-		busy[k] = v
-	}
-	w.mu.Unlock()
-	if room <= 0 {
-		return false
-	}
-	jobs, err := w.cfg.Store.ClaimHookDeliveries(ctx, db.HookClaim{Limit: room, PerWebhook: w.cfg.PerWebhook, Busy: busy, Lease: w.cfg.Lease})
-	if err != nil {
-		w.cfg.Log.Error("webhooks: claim deliveries", "err", err)
-		return false
-	}
-	for _, j := range jobs {
-		w.mu.Lock()
-		w.busy[j.Webhook.Row]++
-		w.inflight++
-		w.mu.Unlock()
-		attempts.Add(1)
-		go func() {
-			defer attempts.Done()
-			defer w.release(j.Webhook.Row)
-			w.deliver(ctx, j)
-		}()
-	}
-	return len(jobs) > 0
-}
-
-func (w *Worker) release(webhook int64) {
-	w.mu.Lock()
-	if w.busy[webhook]--; w.busy[webhook] <= 0 {
-		delete(w.busy, webhook)
-	}
-	w.inflight--
-	w.mu.Unlock()
-	select {
-	case w.freed <- struct{}{}:
-	default:
+// pause waits d (nothing when d <= 0) or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	if d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
 	}
 }
 
 // nextWait is how long to sleep: until the next delivery comes due, at most Poll; a
-// little when one is due already but waits for a slot of its webhook.
+// little when one is due already but waits for a slot of its webhook, or while the
+// worker holds deliveries (the end of their attempts wakes it: the store is asked only
+// when nothing is held, so a busy worker does not scan the queue after every claim).
 func (w *Worker) nextWait(ctx context.Context) time.Duration {
+	w.mu.Lock()
+	held := w.held
+	w.mu.Unlock()
+	if held > 0 {
+		return min(busyRecheck, w.cfg.Poll)
+	}
 	at, ok, err := w.cfg.Store.NextHookDue(ctx)
 	if err != nil {
 		w.cfg.Log.Error("webhooks: next due delivery", "err", err)

@@ -2,9 +2,11 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,6 +100,73 @@ func TestDeliveriesSurviveARestart(t *testing.T) {
 	c.Assert(d.Attempt, qt.Equals, 1)
 	c.Assert(*d.ResponseStatus, qt.Equals, 200)
 	c.Assert(hits.Load(), qt.Equals, int32(2))
+}
+
+// Deliveries claimed ahead of their webhook's free slots are made one slot at a time,
+// each exactly once and delivered, even when some wait so long for a slot that their
+// leases could end mid-attempt (those are given back and made later, not made twice).
+func TestDeliveriesWaitingForASlotAreMadeOnce(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	var inFlight, most atomic.Int32
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(150 * time.Millisecond)
+		mu.Lock()
+		seen[r.Header.Get("webhook-id")]++
+		mu.Unlock()
+	}))
+	defer rc.Close()
+
+	st := open(t, filepath.Join(t.TempDir(), "inboxd.db"))
+	c.Assert(db.EnsureAccount(ctx, st, db.Account{ID: "acme", Plan: db.PlanExempt}, nil), qt.IsNil)
+	in, err := db.CreateInbox(ctx, st, db.NewInbox{AccountID: "acme", Address: "me@x.test", DefaultDomain: "x.test"})
+	c.Assert(err, qt.IsNil)
+	hook, err := db.CreateWebhook(ctx, st, db.NewWebhook{AccountID: "acme", URL: rc.URL})
+	c.Assert(err, qt.IsNil)
+	const n = 6
+	for i := range n {
+		_, err = db.Deliver(ctx, st, []db.NewMessage{{InboxID: in.ID, MessageID: fmt.Sprintf("<%d@far.test>", i), Direction: db.Received,
+			From: "ann@far.test", To: []string{in.Address}, Subject: "hi", Text: "hi", Timestamp: time.Now(),
+			Labels: db.InitialLabels(db.Received, false, nil), Raw: []byte("Subject: hi\r\n\r\nhi\r\n")}})
+		c.Assert(err, qt.IsNil)
+	}
+
+	// One slot, and a lease that covers an attempt and a little of waiting: the third
+	// delivery of a claim would start too late.
+	stop := run(st, webhook.Config{PerWebhook: 1, Timeout: 300 * time.Millisecond, Lease: 500 * time.Millisecond})
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds, _, err := st.ListHookDeliveries(ctx, "acme", hook.WebhookID, 10, "")
+		c.Assert(err, qt.IsNil)
+		done := 0
+		for _, d := range ds {
+			if d.Status == db.HookDelivered {
+				c.Assert(d.Attempt, qt.Equals, 1)
+				done++
+			}
+		}
+		if done == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d delivered", done, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	c.Assert(seen, qt.HasLen, n)
+	for id, times := range seen {
+		c.Assert(times, qt.Equals, 1, qt.Commentf("event %s", id))
+	}
+	c.Assert(most.Load(), qt.Equals, int32(1))
 }
 
 func TestBackoffFollowsTheContract(t *testing.T) {

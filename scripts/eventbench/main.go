@@ -6,8 +6,8 @@
 //     time from the SMTP 250 to its email.received on each stream and at the webhook.
 //
 //   - ingest: SMTP ingest as fast as the server takes it, without listeners and with one
-//     webhook and -streams streams, in turns (bare, listened, listened, bare): the rates,
-//     their ratio and the server's CPU per message.
+//     webhook and -streams streams, in turns (bare, listened, listened, bare; -turns
+//     times): the rates, their ratio and the server's CPU per message.
 //
 //   - idle: -idle open streams and -idle waits on a server that receives nothing: how much
 //     resident memory they add and how much CPU the server uses meanwhile.
@@ -33,6 +33,7 @@ type options struct {
 	only                  string
 	extra                 []string
 	idleSeconds, settleMs int
+	turns                 int
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 10, "open event streams beside the webhook (latency and ingest)")
 	flag.IntVar(&o.hooks, "hooks", 1, "webhooks to the local receiver (latency and ingest; 0 or 1)")
 	flag.IntVar(&o.n, "n", 12000, "ingest: messages per run")
+	flag.IntVar(&o.turns, "turns", 1, "ingest: how many times the turns bare, listened, listened, bare are run")
 	flag.IntVar(&o.conns, "conns", 8, "concurrent SMTP connections")
 	flag.IntVar(&o.size, "size", 2048, "approximate message size in bytes")
 	flag.IntVar(&o.inboxes, "inboxes", 8, "recipient inboxes")

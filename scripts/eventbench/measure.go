@@ -84,20 +84,24 @@ func report(name string, a *arrivals, ids []string, acked []time.Time, copies in
 		benchkit.Ms(benchkit.Pct(lat, 50)), benchkit.Ms(benchkit.Pct(lat, 99)), benchkit.Ms(benchkit.Pct(lat, 100)), len(lat), missing, extra)
 }
 
-// ingest: the SMTP ingest rate bare and listened to, in turns.
+// ingest: the SMTP ingest rate bare and listened to, in turns (bare, listened, listened,
+// bare; -turns times).
 func ingest(ctx context.Context, o options) error {
-	fmt.Printf("ingest: %d messages per run over %d connections; listened = one webhook and %d streams\n", o.n, o.conns, o.streams)
-	rates := map[bool][]float64{}
-	for _, listened := range []bool{false, true, true, false} {
-		rate, cpu, err := ingestOnce(ctx, o, listened)
-		if err != nil {
-			return err
+	fmt.Printf("ingest: %d messages per run over %d connections; listened = %d webhook and %d streams\n", o.n, o.conns, o.hooks, o.streams)
+	rates, cpus := map[bool][]float64{}, map[bool][]float64{}
+	for range o.turns {
+		for _, listened := range []bool{false, true, true, false} {
+			rate, cpu, own, err := ingestOnce(ctx, o, listened)
+			if err != nil {
+				return err
+			}
+			rates[listened], cpus[listened] = append(rates[listened], rate), append(cpus[listened], cpu)
+			fmt.Printf("  %-8s %7.0f msg/s  server CPU %4.0f us/message, eventbench's own %4.0f  (load %s)\n",
+				map[bool]string{false: "bare", true: "listened"}[listened], rate, cpu, own, benchkit.LoadAvg())
 		}
-		rates[listened] = append(rates[listened], rate)
-		fmt.Printf("  %-8s %7.0f msg/s  server CPU %4.0f us/message  (load %s)\n",
-			map[bool]string{false: "bare", true: "listened"}[listened], rate, cpu, benchkit.LoadAvg())
 	}
-	fmt.Printf("  listened/bare: %.2f\n", mean(rates[true])/mean(rates[false]))
+	fmt.Printf("  listened/bare: %.2f (means of %d runs each); server CPU the listeners add: %.0f us/message\n",
+		mean(rates[true])/mean(rates[false]), len(rates[true]), mean(cpus[true])-mean(cpus[false]))
 	return nil
 }
 
@@ -109,39 +113,50 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// ingestOnce is one ingest run on a fresh server: its rate, and the server's CPU per
-// message until its queues are empty.
-func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg float64, err error) {
+// ingestOnce is one ingest run on a fresh server: its rate, and the server's and
+// eventbench's own CPU per message until the server's queues are empty. The listeners
+// read every event and drop it unparsed: the machine is shared with the server, and
+// what a consumer does with an event is the consumer's cost, not the server's.
+func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg, ownPerMsg float64, err error) {
 	r, err := newRig(ctx, o)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer r.stop()
 	if listened {
-		stop, err := r.listen(ctx, o.hooks, o.streams, newArrivals(), newArrivals())
+		stop, err := r.listen(ctx, o.hooks, o.streams, nil, nil)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		defer stop()
 	}
 	msgs, to, _ := r.mail(o.n, o.size, 1)
-	pid := r.srv.Cmd.Process.Pid
+	pid, self := r.srv.Cmd.Process.Pid, os.Getpid()
 	before, err := benchkit.UsageOf(pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
+	}
+	ownBefore, err := benchkit.UsageOf(self)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	res, err := benchkit.Ingest(r.srv.SMTP, msgs, to, o.conns, 0)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := benchkit.Drain(ctx, filepath.Join(r.dir, "bench.db"), 5*time.Minute); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	after, err := benchkit.UsageOf(pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return res.Rate(), float64((after.CPU - before.CPU).Microseconds()) / float64(res.N), nil
+	ownAfter, err := benchkit.UsageOf(self)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	perMsg := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(res.N) }
+	return res.Rate(), perMsg(after.CPU - before.CPU), perMsg(ownAfter.CPU - ownBefore.CPU), nil
 }
 
 // idle: o.idle streams and o.idle waits on a server that receives nothing.
