@@ -45,6 +45,7 @@ func main() {
 	hand := flag.String("handwritten", "fixtures/triage/handwritten*.jsonl", "hand-written test sets, never trained on (a glob; \"\" for none)")
 	modelFile := flag.String("model", "", "model file (default: the model embedded in the binary)")
 	folds := flag.Bool("folds", false, "also score unseen kinds and unseen writers (retrains nine models)")
+	flag.BoolVar(&listFoldMisses, "fold-misses", false, "with -folds, list each message an unseen-writer fold got wrong (to review labels)")
 	speedFor := flag.Duration("speed", 3*time.Second, "how long to measure speed")
 	flag.Parse()
 	if err := run(*corpus, *written, *hand, *modelFile, *folds, *speedFor); err != nil {
@@ -140,6 +141,9 @@ func writerCounts(ex []triage.Example) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// listFoldMisses lists the messages each unseen-writer fold got wrong.
+var listFoldMisses bool
 
 // result is the prediction for one message, after the thresholds of API-NOTES 8.
 type result struct {
@@ -391,7 +395,7 @@ func unseenWriters(m *triage.Model, all []triage.Example) []line {
 		pooled = append(pooled, rs...)
 		out = append(out, summarize("unseen writer "+w+" (trained without it)", rs))
 		fmt.Printf("== unseen writer %s: its %d messages scored by a model trained on the other writers (%d messages)\n", w, len(te), len(tr))
-		report(rs, false)
+		report(rs, listFoldMisses)
 	}
 	return append(out, summarize("unseen writers, pooled", pooled))
 }

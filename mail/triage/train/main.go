@@ -15,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/inboxd/inboxd/mail/triage"
 )
@@ -23,14 +25,27 @@ func main() {
 	corpus := flag.String("corpus", "fixtures/triage/corpus.jsonl", "generated corpus (JSON lines)")
 	written := flag.String("written", "fixtures/triage/written/*.jsonl", "files written by hand to train on (a glob; \"\" for none)")
 	out := flag.String("out", "mail/triage/model.json", "model file to write")
+	lambdas := flag.String("lambdas", "", "L2 penalties to choose from, comma-separated (default: the chosen ones, triage.Train)")
 	flag.Parse()
-	if err := run(*corpus, *written, *out); err != nil {
+	var opts triage.TrainOptions
+	for _, f := range strings.Split(*lambdas, ",") {
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "train: -lambdas:", err)
+			os.Exit(2)
+		}
+		opts.Lambdas = append(opts.Lambdas, v)
+	}
+	if err := run(*corpus, *written, *out, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
 		os.Exit(1)
 	}
 }
 
-func run(corpus, written, out string) error {
+func run(corpus, written, out string, opts triage.TrainOptions) error {
 	all, err := triage.LoadTrainingSet(corpus, written)
 	if err != nil {
 		return err
@@ -38,7 +53,8 @@ func run(corpus, written, out string) error {
 	train := triage.TrainSplit(all)
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	logf("training on %d of %d messages (the %d held out are not read)", len(train), len(all), len(all)-len(train))
-	m := triage.Train(train, triage.TrainOptions{Log: logf})
+	opts.Log = logf
+	m := triage.Train(train, opts)
 	b, err := m.Encode()
 	if err != nil {
 		return err
