@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
-	"github.com/inboxd/inboxd/mail"
 )
 
 // Example is one labelled message of the corpus.
@@ -62,9 +61,10 @@ const GeneratorWriter = "gen"
 
 // LoadCorpus reads a labelled corpus file (JSON lines). Each message goes through what
 // live mail goes through: an HTML-only body becomes text as the receive pipeline makes it
-// (mail.HTMLToText), header names are put in canonical form and only those of
-// db.TriageHeaderNames kept, and NewInput applies the input limits.
-func LoadCorpus(path string) ([]Example, error) {
+// (htmlToText: callers pass mail.HTMLToText; this package cannot import mail, whose
+// dependency schema imports this package in its tests), header names are put in canonical form
+// and only those of db.TriageHeaderNames kept, and NewInput applies the input limits.
+func LoadCorpus(path string, htmlToText func(string) string) ([]Example, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -87,16 +87,16 @@ func LoadCorpus(path string) ([]Example, error) {
 			return nil, fmt.Errorf("%s:%d: bad labels or split", path, n)
 		}
 		out = append(out, Example{ID: l.ID, Split: l.Split, Writer: cmp.Or(l.Writer, GeneratorWriter), Scenario: l.Scenario,
-			In: l.input(at), Category: cat, Reply: l.Labels.NeedsReply, Urgency: l.Labels.Urgency})
+			In: l.input(at, htmlToText), Category: cat, Reply: l.Labels.NeedsReply, Urgency: l.Labels.Urgency})
 	}
 	return out, sc.Err()
 }
 
 // input is the line as a provider would see it had it arrived over SMTP.
-func (l *corpusLine) input(at time.Time) Input {
+func (l *corpusLine) input(at time.Time, htmlToText func(string) string) Input {
 	text := l.Text
 	if strings.TrimSpace(text) == "" && l.HTML != "" {
-		text = mail.HTMLToText(l.HTML)
+		text = htmlToText(l.HTML)
 	}
 	sig := db.TriageSignals{RepliesToOurs: l.RepliesToOurs}
 	for k, v := range l.Headers {
@@ -110,8 +110,8 @@ func (l *corpusLine) input(at time.Time) Input {
 
 // LoadTrainingSet reads the generated corpus and the hand-written files that glob names
 // (none when it is ""), in a fixed order, so training on them is the same on every run.
-func LoadTrainingSet(corpus, glob string) ([]Example, error) {
-	all, err := LoadCorpus(corpus)
+func LoadTrainingSet(corpus, glob string, htmlToText func(string) string) ([]Example, error) {
+	all, err := LoadCorpus(corpus, htmlToText)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func LoadTrainingSet(corpus, glob string) ([]Example, error) {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		ex, err := LoadCorpus(f)
+		ex, err := LoadCorpus(f, htmlToText)
 		if err != nil {
 			return nil, err
 		}

@@ -169,7 +169,7 @@ func TestBuiltin(t *testing.T) {
 // least 600 messages covering every label, and a held-out split of about a fifth.
 func TestCorpus(t *testing.T) {
 	c := qt.New(t)
-	all, err := LoadCorpus("../../fixtures/triage/corpus.jsonl")
+	all, err := LoadCorpus("../../fixtures/triage/corpus.jsonl", mail.HTMLToText)
 	c.Assert(err, qt.IsNil)
 	c.Assert(len(all) >= 600, qt.IsTrue)
 	count := map[string]int{}
@@ -231,7 +231,7 @@ func TestLookupFindsExactlyTheFeatures(t *testing.T) {
 // the messages training reads.
 func TestTestSetsNeverTrained(t *testing.T) {
 	c := qt.New(t)
-	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl")
+	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
 	c.Assert(err, qt.IsNil)
 	train := TrainSplit(all)
 	c.Assert(len(train) > len(all)/2, qt.IsTrue)
@@ -243,7 +243,7 @@ func TestTestSetsNeverTrained(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(len(files) >= 2, qt.IsTrue)
 	for _, f := range files {
-		test, err := LoadCorpus(f)
+		test, err := LoadCorpus(f, mail.HTMLToText)
 		c.Assert(err, qt.IsNil)
 		for _, e := range test {
 			c.Check(e.Split, qt.Equals, "test", qt.Commentf("%s %s", f, e.ID))
@@ -262,7 +262,7 @@ func TestCorpusLinesReadAsLiveMail(t *testing.T) {
 		`"subject":"Spring","receivedAt":"2026-03-14T09:12:31Z","headers":{"list-unsubscribe":"<https://shop.example/u>","X-GitHub-Reason":"x"},` +
 		`"repliesToOurs":true,"html":"<p>Big <b>sale</b></p><p>Shop&nbsp;now</p>","labels":{"category":"other","needsReply":false,"urgency":0}}`
 	c.Assert(os.WriteFile(path, []byte(line+"\n"), 0o644), qt.IsNil)
-	ex, err := LoadCorpus(path)
+	ex, err := LoadCorpus(path, mail.HTMLToText)
 	c.Assert(err, qt.IsNil)
 	c.Assert(ex, qt.HasLen, 1)
 	in := ex[0].In

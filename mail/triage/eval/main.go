@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/triage"
 )
 
@@ -64,7 +65,7 @@ func run(corpus, written, hand, modelFile string, folds bool, speedFor time.Dura
 	runtime.GC()
 	debug.FreeOSMemory()
 	rssModel := rssKB("VmRSS:")
-	all, err := triage.LoadTrainingSet(corpus, written)
+	all, err := triage.LoadTrainingSet(corpus, written, mail.HTMLToText)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func run(corpus, written, hand, modelFile string, folds bool, speedFor time.Dura
 		return err
 	}
 	for _, f := range handFiles {
-		ex, err := triage.LoadCorpus(f)
+		ex, err := triage.LoadCorpus(f, mail.HTMLToText)
 		if err != nil {
 			return err
 		}

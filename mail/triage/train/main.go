@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/triage"
 )
 
@@ -46,7 +47,7 @@ func main() {
 }
 
 func run(corpus, written, out string, opts triage.TrainOptions) error {
-	all, err := triage.LoadTrainingSet(corpus, written)
+	all, err := triage.LoadTrainingSet(corpus, written, mail.HTMLToText)
 	if err != nil {
 		return err
 	}
