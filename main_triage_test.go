@@ -18,6 +18,8 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/mail/triage"
 )
 
 // triageServer is the whole program with SMTP on, driven as a user would: mail goes in
@@ -104,7 +106,7 @@ func TestTriageBuiltinOverSMTP(t *testing.T) {
 	tr := s.triage("<outage@example.com>")
 	c.Assert(tr["status"], qt.Equals, "complete")
 	c.Assert(tr["version"], qt.Equals, 1.0)
-	c.Assert(tr["model"], qt.Equals, "inboxd-lr-1")
+	c.Assert(tr["model"], qt.Equals, triage.ModelName)
 	c.Assert(tr["analyzedAt"], qt.Matches, `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`)
 	c.Assert(tr["bodyTruncated"], qt.Equals, false)
 	probs := tr["category"].(map[string]any)["probabilities"].(map[string]any)
@@ -115,6 +117,43 @@ func TestTriageBuiltinOverSMTP(t *testing.T) {
 	c.Assert(probs, qt.HasLen, 6)
 	c.Assert(total > 0.9999 && total < 1.0001, qt.IsTrue, qt.Commentf("%v", probs))
 	c.Assert(tr["category"].(map[string]any)["value"], qt.Equals, "support")
+}
+
+// TestTriageSignalsOverSMTP: what the built-in model reads besides the words reaches it
+// from mail sent over SMTP. The same words read as bulk mail with a newsletter's headers
+// (less likely to need a reply), and as an answer to mail the inbox sent they read
+// otherwise than as an answer to mail it never saw.
+func TestTriageSignalsOverSMTP(t *testing.T) {
+	c := qt.New(t)
+	s := startTriageServer(c, &Main{})
+	body := "Hi,\r\n\r\nWe put together a few ideas for your team this month. Have a look when you have a minute.\r\n\r\nThe Kitepost team"
+	s.send("<plain@example.com>", "Ideas for this month", body)
+	s.send("<bulk@example.com>", "Ideas for this month", body,
+		"List-Unsubscribe: <https://example.com/u/1>\r\nList-Id: <ideas.example.com>\r\nPrecedence: bulk\r\n")
+	plain, bulk := s.triage("<plain@example.com>"), s.triage("<bulk@example.com>")
+	c.Assert(bulkShare(bulk) > bulkShare(plain), qt.IsTrue, qt.Commentf("with bulk headers %v, without %v", bulk, plain))
+	c.Assert(replyProbability(bulk) <= replyProbability(plain), qt.IsTrue, qt.Commentf("with bulk headers %v, without %v", bulk, plain))
+
+	sent := s.call("POST", "/v1/inboxes/desk%40inboxd.test/messages/send", map[string]any{
+		"to": []string{"ann@example.com"}, "subject": "Your order 1042", "text": "Your order ships tomorrow.", "idempotencyKey": "o1"})
+	ours := sent["messageId"].(string)
+	reply := "Thanks, that works for me."
+	s.send("<r-ours@example.com>", "Re: Your order 1042", reply, "In-Reply-To: "+ours+"\r\nReferences: "+ours+"\r\n")
+	s.send("<r-other@example.com>", "Re: Your order 1042", reply, "In-Reply-To: <elsewhere@example.com>\r\nReferences: <elsewhere@example.com>\r\n")
+	toOurs, toOther := s.triage("<r-ours@example.com>"), s.triage("<r-other@example.com>")
+	c.Assert(toOurs["category"], qt.Not(qt.DeepEquals), toOther["category"], qt.Commentf("an answer to our mail and to unknown mail scored alike"))
+}
+
+// bulkShare is the probability a complete triage result gives the categories of mail sent
+// to many: notifications, newsletters and the like (other), and sales.
+func bulkShare(tr map[string]any) float64 {
+	p := tr["category"].(map[string]any)["probabilities"].(map[string]any)
+	return p["notification"].(float64) + p["other"].(float64) + p["sales"].(float64)
+}
+
+// replyProbability is the needsReply probability of a complete triage result.
+func replyProbability(tr map[string]any) float64 {
+	return tr["needsReply"].(map[string]any)["probability"].(float64)
 }
 
 // answers are the chosen results of the fake LLM, by the subject of the message.

@@ -39,7 +39,10 @@ type NewMessage struct {
 	// that stores the message, and when the allowance is spent the message is stored with
 	// no triage at all, as a queued analysis would be (API-NOTES section 8).
 	ChargeTriage bool
-	Protection   *Protection
+	// TriageSignals are what triage knows of received mail besides its words; a store
+	// keeps them on the triage queue with the message (QueuesTriage).
+	TriageSignals TriageSignals
+	Protection    *Protection
 
 	// ProtectionDetail explains the verdict to the quarantine reviewer (db/quarantine.go).
 	ProtectionDetail *ProtectionDetail

@@ -175,6 +175,9 @@ type TriageQueue interface {
 	// NextTriageDue reports when the earliest queued message comes due, and false when
 	// none waits.
 	NextTriageDue(ctx context.Context) (time.Time, bool, error)
+	// SentAny reports whether an inbox sent a message whose Message-ID is one of ids
+	// (TriageSignals.RepliesToOurs: ids are a received message's ReplyParents).
+	SentAny(ctx context.Context, inboxID int64, ids []string) (bool, error)
 }
 
 // Quarantine is held mail, its review and the audit log of the review dashboard.

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 )
 
 // The triage queue (migration 0004): received mail waits here for analysis. A message
@@ -22,7 +23,63 @@ type TriageJob struct {
 	// Text is the plain body cut to TriageTextChars+1 characters: enough to tell whether
 	// the model input was cut.
 	Text     string
-	Attempts int // failed provider attempts so far
+	Signals  TriageSignals // kept on the queue with the message (NewMessage.TriageSignals)
+	Attempts int           // failed provider attempts so far
+}
+
+// TriageSignals are what a triage provider may know of a message besides its words: the
+// header fields that tell bulk and automated mail from a person's (TriageHeaderNames) and
+// whether the message answers mail its inbox sent. mail sets them on received mail; a store
+// keeps them with the message's triage queue row (SQLite: one JSON column) and gives them
+// back in TriageJob, so a message analyzed later (by the worker, or after a quarantine
+// release) is seen as one analyzed on arrival.
+type TriageSignals struct {
+	// Headers maps each of TriageHeaderNames the message carries (canonical name) to its
+	// value, unfolded and cut to TriageHeaderChars bytes.
+	Headers map[string]string `json:"headers,omitempty"`
+	// RepliesToOurs: the message's In-Reply-To (or, without one, its last References
+	// entry) is the Message-ID of mail its inbox sent (ReplyParents, Store.SentAny).
+	RepliesToOurs bool `json:"repliesToOurs,omitempty"`
+}
+
+// TriageHeaderNames are the header fields triage reads, in canonical form: list and bulk
+// mail (List-*, Precedence, bulk senders' own marks), automated mail (Auto-Submitted and
+// the auto-reply marks), and a thread's position and answer address.
+var triageHeaderNames = []string{
+	"Auto-Submitted", "Feedback-Id", "In-Reply-To", "List-Id", "List-Unsubscribe", "List-Unsubscribe-Post",
+	"Precedence", "Reply-To", "X-Auto-Response-Suppress", "X-Autoreply", "X-Autorespond", "X-Campaign-Id",
+	"X-Mailer", "X-Mailgun-Sid", "X-Mc-User", "X-Ses-Outgoing", "X-Sg-Eid",
+}
+
+// TriageHeaderNames returns the header fields triage reads, in canonical MIME form
+// (textproto.CanonicalMIMEHeaderKey), sorted.
+func TriageHeaderNames() []string { return append([]string(nil), triageHeaderNames...) }
+
+// TriageHeaderChars bounds a header value kept for triage: enough for a List-Id or a
+// mailer's name, not a tracking URL's tail.
+const TriageHeaderChars = 200
+
+// ClipBytes cuts s to at most n bytes on a character boundary.
+func ClipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// ReplyParents are the Message-IDs a message answers: those of its In-Reply-To, else the
+// last of its References (a client that keeps References and drops In-Reply-To).
+func ReplyParents(inReplyTo string, references []string) []string {
+	if ids := ThreadCandidates(nil, inReplyTo); len(ids) > 0 {
+		return ids
+	}
+	if len(references) > 0 {
+		return ThreadCandidates(references[len(references)-1:], "")
+	}
+	return nil
 }
 
 // TriageTextChars is how much of a body the model reads (API-NOTES section 8).

@@ -94,7 +94,7 @@ func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error)
 	if err != nil {
 		return nil, err
 	}
-	msgs := s.copies(a, in.Inboxes, s.store.Now(), in.Trace)
+	msgs := s.copies(ctx, a, in.Inboxes, s.store.Now(), in.Trace)
 	if len(msgs) == 0 {
 		return nil, nil
 	}

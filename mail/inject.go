@@ -87,7 +87,7 @@ func (s *Service) Inject(ctx context.Context, inbox *db.Inbox, in Injected) (db.
 	if err != nil {
 		return db.Stored{}, err
 	}
-	m := s.copies(a, []int64{inbox.ID}, s.store.Now(), "")[0]
+	m := s.copies(ctx, a, []int64{inbox.ID}, s.store.Now(), "")[0]
 	if t := in.Triage; t != nil && m.Triage != nil { // --triage off keeps it off
 		m.Triage, m.ChargeTriage = t, false
 		m.QueueTriage = t.Status == db.TriagePending

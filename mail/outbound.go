@@ -222,7 +222,7 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + m.err.Error()}), settled
 	}
 	// Stored with the outcome, in its transaction, by db.StoreMessage like any received copy.
-	msg := s.copies(m.arrival, []int64{inbox}, now, "")[0]
+	msg := s.copies(r.ctx, m.arrival, []int64{inbox}, now, "")[0]
 	return db.OutboundOutcome{
 		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
 			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},

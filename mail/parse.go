@@ -41,6 +41,9 @@ type Parsed struct {
 	InReplyTo   string   // raw header value, trimmed
 	References  []string // <...> tokens of the References header, in order
 	Attachments []Attachment
+	// TriageHeaders are the fields of db.TriageHeaderNames the message carries, each
+	// unfolded, decoded and cut to db.TriageHeaderChars bytes; nil when it has none.
+	TriageHeaders map[string]string
 }
 
 // errUnreadable is the one way Parse fails: there is nothing to keep.
@@ -106,14 +109,15 @@ func parse(raw []byte, depth int) (*Parsed, error) {
 	}
 
 	p := &Parsed{
-		MessageID:  messageID(headerValue(header, "Message-Id")),
-		To:         parseAddressList(headerValues(header, "To")),
-		Cc:         parseAddressList(headerValues(header, "Cc")),
-		ReplyTo:    parseAddressList(headerValues(header, "Reply-To")),
-		Subject:    decodeHeader(headerValue(header, "Subject")),
-		Date:       parseDate(headerValue(header, "Date")),
-		InReplyTo:  unfold(headerValue(header, "In-Reply-To")),
-		References: idTokens(strings.Join(headerValues(header, "References"), " ")),
+		MessageID:     messageID(headerValue(header, "Message-Id")),
+		To:            parseAddressList(headerValues(header, "To")),
+		Cc:            parseAddressList(headerValues(header, "Cc")),
+		ReplyTo:       parseAddressList(headerValues(header, "Reply-To")),
+		Subject:       decodeHeader(headerValue(header, "Subject")),
+		Date:          parseDate(headerValue(header, "Date")),
+		InReplyTo:     unfold(headerValue(header, "In-Reply-To")),
+		References:    idTokens(strings.Join(headerValues(header, "References"), " ")),
+		TriageHeaders: triageHeaders(header),
 	}
 	if from := parseAddressList(headerValues(header, "From")); len(from) > 0 {
 		p.From = from[0]
@@ -267,6 +271,22 @@ func headerValue(h textproto.MIMEHeader, name string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// triageHeaders picks out the fields triage reads (db.TriageHeaderNames).
+func triageHeaders(h textproto.MIMEHeader) map[string]string {
+	var out map[string]string
+	for _, name := range db.TriageHeaderNames() {
+		v := headerValue(h, name)
+		if v == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = db.ClipBytes(unfold(decodeHeader(v)), db.TriageHeaderChars)
+	}
+	return out
 }
 
 // unfold is a raw header value as one line: each run of white space, line breaks included

@@ -52,17 +52,18 @@ func TestParseFiles(t *testing.T) {
 		file: "plain.eml",
 		check: func(c *qt.C, p *Parsed) {
 			c.Check(p, qt.DeepEquals, &Parsed{
-				MessageID:   "<plain-1@example.test>",
-				From:        "alice@example.test",
-				To:          []string{"bob@example.test", "carol@example.test"},
-				Cc:          []string{"dave@example.test"},
-				ReplyTo:     []string{"replies@example.test"},
-				Subject:     "Lunch on Friday?",
-				Text:        "Hi Bob,\n\nAre we still on for lunch on Friday?\n\nAlice\n",
-				Date:        time.Date(2026, 9, 15, 10, 30, 0, 0, time.FixedZone("", 2*3600)),
-				InReplyTo:   "<older@example.test>",
-				References:  []string{"<root@example.test>", "<older@example.test>"},
-				Attachments: nil,
+				MessageID:     "<plain-1@example.test>",
+				From:          "alice@example.test",
+				To:            []string{"bob@example.test", "carol@example.test"},
+				Cc:            []string{"dave@example.test"},
+				ReplyTo:       []string{"replies@example.test"},
+				Subject:       "Lunch on Friday?",
+				Text:          "Hi Bob,\n\nAre we still on for lunch on Friday?\n\nAlice\n",
+				Date:          time.Date(2026, 9, 15, 10, 30, 0, 0, time.FixedZone("", 2*3600)),
+				InReplyTo:     "<older@example.test>",
+				References:    []string{"<root@example.test>", "<older@example.test>"},
+				Attachments:   nil,
+				TriageHeaders: map[string]string{"In-Reply-To": "<older@example.test>", "Reply-To": "replies@example.test"},
 			})
 		},
 	}, {
@@ -533,4 +534,23 @@ func TestParseDateAgreesWithNetMail(t *testing.T) {
 		_, gotOff := got.Zone()
 		qt.Check(t, got.Equal(want) && wantOff == gotOff, qt.IsTrue, qt.Commentf("%q: %v, net/mail %v", v, got, want))
 	}
+}
+
+// TestParseTriageHeaders checks that the header fields triage reads reach it from a bulk
+// message, whatever their case, unfolded and cut to their bound, and no others.
+func TestParseTriageHeaders(t *testing.T) {
+	c := qt.New(t)
+	raw := "From: Deals <news@shop.example>\r\nTo: me@example.test\r\nSubject: 40% off\r\n" +
+		"LIST-UNSUBSCRIBE: <https://shop.example/u/1>,\r\n <mailto:u@shop.example>\r\n" +
+		"Precedence: bulk\r\nX-Mailer: MailBlast 4.2\r\nFeedback-ID: 1:2:shop\r\nX-Other: ignored\r\n" +
+		"List-Id: " + strings.Repeat("x", 300) + "\r\n\r\nBig sale.\r\n"
+	p, err := Parse([]byte(raw))
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.TriageHeaders, qt.DeepEquals, map[string]string{
+		"List-Unsubscribe": "<https://shop.example/u/1>, <mailto:u@shop.example>",
+		"Precedence":       "bulk",
+		"X-Mailer":         "MailBlast 4.2",
+		"Feedback-Id":      "1:2:shop",
+		"List-Id":          strings.Repeat("x", db.TriageHeaderChars),
+	})
 }

@@ -72,7 +72,7 @@ func (s *Service) arrive(ctx context.Context, data []byte, o Origin) (*arrival, 
 
 // copies returns the messages to store for a, one per inbox (an inbox named twice gets one
 // copy), received at now, with trace prepended to each stored raw copy.
-func (s *Service) copies(a *arrival, inboxes []int64, now time.Time, trace string) []db.NewMessage {
+func (s *Service) copies(ctx context.Context, a *arrival, inboxes []int64, now time.Time, trace string) []db.NewMessage {
 	seen := map[int64]bool{}
 	msgs := make([]db.NewMessage, 0, len(inboxes))
 	for _, id := range inboxes {
@@ -80,7 +80,7 @@ func (s *Service) copies(a *arrival, inboxes []int64, now time.Time, trace strin
 			continue
 		}
 		seen[id] = true
-		m := s.received(a.parsed, a.raw, id, now, a.verdict)
+		m := s.received(a.parsed, a.raw, id, now, a.verdict, s.triageSignals(ctx, a.parsed, id))
 		m.Trace = trace
 		msgs = append(msgs, m)
 	}
@@ -118,8 +118,9 @@ func Inbound(raw []byte, inboxID int64, receivedAt time.Time) (db.NewMessage, er
 // transaction that stores it; quarantined mail is queued, to wait for its release; when
 // this server runs no triage (--triage off) it has none (API-NOTES section 8). Fixtures,
 // through Inbound, keep the triage they chose and are never analyzed.
-func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time, v *protect.Verdict) db.NewMessage {
+func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time, v *protect.Verdict, sig db.TriageSignals) db.NewMessage {
 	m := fromParsed(p, raw, inboxID, receivedAt)
+	m.TriageSignals = sig
 	applyVerdict(&m, v)
 	fault := s.triageFault(inboxID)
 	switch {
@@ -133,6 +134,24 @@ func (s *Service) received(p *Parsed, raw []byte, inboxID int64, receivedAt time
 		m.QueueTriage = true
 	}
 	return m
+}
+
+// triageSignals are what triage may know of p arriving at an inbox besides its words: the
+// header fields it reads, and whether p answers mail the inbox sent. They are a hint, so a
+// failed look-up is logged and read as "not ours" rather than holding up the message.
+func (s *Service) triageSignals(ctx context.Context, p *Parsed, inboxID int64) db.TriageSignals {
+	sig := db.TriageSignals{Headers: p.TriageHeaders}
+	if s.noTriage {
+		return sig
+	}
+	if parents := db.ReplyParents(p.InReplyTo, p.References); len(parents) > 0 {
+		ours, err := s.store.SentAny(ctx, inboxID, parents)
+		if err != nil {
+			s.log.Warn("triage: could not tell whether a message answers ours", "message", p.MessageID, "err", err)
+		}
+		sig.RepliesToOurs = ours
+	}
+	return sig
 }
 
 func fromParsed(p *Parsed, raw []byte, inboxID int64, receivedAt time.Time) db.NewMessage {

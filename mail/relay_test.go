@@ -517,3 +517,48 @@ func TestParseRelay(t *testing.T) {
 		})
 	}
 }
+
+// TestReceivedMailCarriesTriageSignals: what triage knows of received mail besides its
+// words reaches the analysis as the SMTP listener's Receive stores it: the bulk headers of
+// a newsletter, and whether a message answers mail the inbox sent (a reply to a message of
+// another inbox, or to an unknown one, does not).
+func TestReceivedMailCarriesTriageSignals(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	type key struct {
+		inbox int64
+		id    string
+	}
+	seen := map[key]db.TriageSignals{}
+	e := newOutEnv(t, mail.OutboundConfig{}, func(c *mail.Config) {
+		c.TriageNow = func(m *db.NewMessage, now time.Time) *db.Triage {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[key{m.InboxID, m.MessageID}] = m.TriageSignals
+			return &db.Triage{Status: db.TriagePending}
+		}
+	})
+	desk, err := db.CreateInbox(ctx, e.store, db.NewInbox{AccountID: "acme", Address: "desk@inboxd.test", DefaultDomain: "inboxd.test"})
+	c.Assert(err, qt.IsNil)
+	ours := e.send("k1", "desk@inboxd.test") // the agent's mail, received by desk
+	e.waitDelivery(ours.MessageID, terminal)
+	receive := func(id, headers string) db.TriageSignals {
+		raw := "From: Ann <ann@example.com>\r\nTo: agent@inboxd.test\r\nSubject: Re: Hello\r\nMessage-ID: " + id + "\r\n" + headers + "\r\nThanks, that works.\r\n"
+		_, err := e.svc.Receive(ctx, mail.Incoming{Data: []byte(raw), Inboxes: []int64{e.inbox.ID, desk.ID}})
+		c.Assert(err, qt.IsNil)
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[key{e.inbox.ID, id}]
+	}
+	c.Check(receive("<r1@example.com>", "In-Reply-To: "+ours.MessageID+"\r\n"), qt.DeepEquals,
+		db.TriageSignals{Headers: map[string]string{"In-Reply-To": ours.MessageID}, RepliesToOurs: true})
+	c.Check(receive("<r2@example.com>", "References: <x@example.com> "+ours.MessageID+"\r\n").RepliesToOurs, qt.IsTrue)
+	c.Check(receive("<r3@example.com>", "In-Reply-To: <unknown@example.com>\r\n").RepliesToOurs, qt.IsFalse)
+	c.Check(receive("<news@example.com>", "List-Unsubscribe: <https://example.com/u>\r\nPrecedence: bulk\r\n"), qt.DeepEquals,
+		db.TriageSignals{Headers: map[string]string{"List-Unsubscribe": "<https://example.com/u>", "Precedence": "bulk"}})
+	// desk received the agent's mail, it did not send it: the same reply is no answer to desk's own.
+	mu.Lock()
+	defer mu.Unlock()
+	c.Check(seen[key{desk.ID, "<r1@example.com>"}].RepliesToOurs, qt.IsFalse)
+}

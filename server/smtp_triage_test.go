@@ -51,7 +51,7 @@ func TestSMTPTriageBeforeStore(t *testing.T) {
 	tr := triageOf("<outage@sender.example>")
 	c.Assert(tr, qt.IsNotNil)
 	c.Assert(tr.Status, qt.Equals, db.TriageComplete)
-	c.Assert(tr.Model, qt.Equals, "inboxd-lr-1")
+	c.Assert(tr.Model, qt.Equals, triage.ModelName)
 	c.Assert(tr.Category.Value, qt.Equals, "support")
 	c.Assert(used(), qt.Equals, int64(1))
 	c.Assert(queued(), qt.Equals, int64(0))

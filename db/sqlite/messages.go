@@ -105,7 +105,7 @@ func writeMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMe
 		return db.Stored{}, err
 	}
 	if n.QueuesTriage() {
-		if err := enqueueTriage(ctx, tx, rowID, n.Timestamp); err != nil {
+		if err := enqueueTriage(ctx, tx, rowID, n.Timestamp, n.TriageSignals); err != nil {
 			return db.Stored{}, err
 		}
 	}

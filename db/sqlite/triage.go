@@ -3,16 +3,20 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
 )
 
-// enqueueTriage puts a just-stored message on the triage queue, due at once.
-func enqueueTriage(ctx context.Context, tx *sql.Tx, rowID int64, at time.Time) error {
-	_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO triage_queue(message_id, next_at, created_at) VALUES (?, 0, ?)", rowID, millis(at))
+// enqueueTriage puts a just-stored message on the triage queue, due at once, with what
+// triage knows of it besides its words.
+func enqueueTriage(ctx context.Context, tx *sql.Tx, rowID int64, at time.Time, sig db.TriageSignals) error {
+	_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO triage_queue(message_id, next_at, created_at, signals) VALUES (?, 0, ?, ?)",
+		rowID, millis(at), jsonText(sig).String)
 	return err
 }
 
@@ -20,7 +24,7 @@ func enqueueTriage(ctx context.Context, tx *sql.Tx, rowID int64, at time.Time) e
 
 func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTriage, error) {
 	q := `SELECT q.message_id, q.attempts, q.charged_period IS NOT NULL, i.account_id, m.message_id, m.from_addr, m.to_addrs,
-		m.cc_addrs, m.subject, m.ts
+		m.cc_addrs, m.subject, m.ts, q.signals
 		FROM triage_queue q JOIN messages m ON m.id = q.message_id JOIN inboxes i ON i.id = m.inbox_id
 		WHERE q.next_at <= ? AND m.quarantined = 0`
 	args := []any{millis(now)}
@@ -40,12 +44,15 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 	for rows.Next() {
 		var d db.QueuedTriage
 		j := &d.Job
-		var to, cc string
+		var to, cc, signals string
 		var ts int64
-		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts); err != nil {
+		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &signals); err != nil {
 			return nil, err
 		}
 		j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
+		if err := json.Unmarshal([]byte(signals), &j.Signals); err != nil {
+			return nil, fmt.Errorf("db: triage signals of message %d: %w", j.MessageRow, err)
+		}
 		out = append(out, d)
 	}
 	return out, rows.Err()
@@ -192,4 +199,19 @@ func (s *Store) NextTriageDue(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, nil
 	}
 	return fromMillis(at.Int64).Time, true, nil
+}
+
+// SentAny reports whether an inbox sent a message whose Message-ID is one of ids.
+func (s *Store) SentAny(ctx context.Context, inboxID int64, ids []string) (bool, error) {
+	if len(ids) == 0 {
+		return false, nil
+	}
+	args := []any{inboxID, db.Sent}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	var found int
+	err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM messages WHERE inbox_id = ? AND direction = ? AND message_id IN ("+
+		placeholders(len(ids))+"))", args...).Scan(&found)
+	return found == 1, storageError(err)
 }

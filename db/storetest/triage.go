@@ -48,6 +48,38 @@ func triageTests() []test {
 			e.Assert(len(jobs[1].Text), qt.Equals, db.TriageTextChars+1)
 			e.Assert(e.claim(10, jobs[0].MessageRow, jobs[1].MessageRow), qt.HasLen, 0)
 		}},
+		{"what triage knows besides the words stays with the queued message", func(e *env) {
+			bulk := e.queued(e.inbox, "<news@far.test>")
+			bulk.TriageSignals = db.TriageSignals{Headers: map[string]string{"List-Unsubscribe": "<https://far.test/u/1>", "Precedence": "bulk"}}
+			answer := e.queued(e.inbox, "<answer@far.test>")
+			answer.TriageSignals = db.TriageSignals{Headers: map[string]string{"In-Reply-To": "<ours@x.test>"}, RepliesToOurs: true}
+			e.receive(bulk, answer, e.queued(e.inbox, "<plain@far.test>"))
+			jobs := e.claim(10)
+			e.Assert(jobs, qt.HasLen, 3)
+			e.Assert(jobs[0].Signals, qt.DeepEquals, bulk.TriageSignals)
+			e.Assert(jobs[1].Signals, qt.DeepEquals, answer.TriageSignals)
+			e.Assert(jobs[2].Signals, qt.DeepEquals, db.TriageSignals{})
+		}},
+		{"only mail the inbox sent counts as ours to answer", func(e *env) {
+			sent := e.send(e.inbox, "k1", "ann@far.test")
+			e.receive(e.mail(e.inbox, "<in@far.test>"))
+			other := e.newInbox("acme", "other@x.test")
+			for _, c := range []struct {
+				inbox *db.Inbox
+				ids   []string
+				want  bool
+			}{
+				{e.inbox, []string{sent.MessageID}, true},
+				{e.inbox, []string{"<nope@far.test>", sent.MessageID}, true},
+				{e.inbox, []string{"<in@far.test>"}, false}, // received, not sent
+				{e.inbox, nil, false},
+				{other, []string{sent.MessageID}, false},
+			} {
+				got, err := e.st.SentAny(e.ctx, c.inbox.ID, c.ids)
+				e.Assert(err, qt.IsNil)
+				e.Assert(got, qt.Equals, c.want, qt.Commentf("%v in %s", c.ids, c.inbox.Address))
+			}
+		}},
 		{"a result takes the message off the queue", func(e *env) {
 			e.receive(e.queued(e.inbox, "<t1@far.test>"))
 			jobs := e.claim(10)

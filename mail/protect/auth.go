@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"blitiri.com.ar/go/spf"
 	"github.com/emersion/go-msgauth/dkim"
@@ -318,15 +317,7 @@ func (s *Scanner) checkDMARC(ctx context.Context, g *guard, h header, spfResult,
 }
 
 // clip cuts s to at most n bytes on a character boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func clip(s string, n int) string { return db.ClipBytes(s, n) }
 
 var _ spf.DNSResolver = (*guard)(nil)
 var _ Resolver = (*net.Resolver)(nil)

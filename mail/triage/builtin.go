@@ -23,12 +23,15 @@ type scratch struct {
 
 // NewBuiltin returns the provider over the model embedded in the binary.
 func NewBuiltin() (*Builtin, error) {
-	m, err := LoadModel(embeddedModel)
+	m, err := EmbeddedModel()
 	if err != nil {
 		return nil, err
 	}
 	return NewBuiltinModel(m), nil
 }
+
+// EmbeddedModel loads the model embedded in the binary.
+func EmbeddedModel() (*Model, error) { return LoadModel(embeddedModel) }
 
 // NewBuiltinModel returns the provider over m (the evaluation uses a model file).
 func NewBuiltinModel(m *Model) *Builtin {
@@ -67,7 +70,7 @@ func (b *Builtin) Inline() func(m *db.NewMessage, now time.Time) *db.Triage { re
 // Result analyzes a message about to be stored, at now: the result the Worker would store
 // for it (mail.Service.TriageNow).
 func (b *Builtin) Result(m *db.NewMessage, now time.Time) *db.Triage {
-	in := NewInput(m.From, m.To, m.Cc, m.Subject, m.Timestamp, m.Text)
+	in := NewInput(m.From, m.To, m.Cc, m.Subject, m.Timestamp, m.Text).WithSignals(m.TriageSignals)
 	start := time.Now()
 	s := b.Predict(in)
 	return Derive(s, b.Model(), now, time.Since(start), in.Truncated)

@@ -9,22 +9,41 @@ import (
 	"unicode/utf8"
 )
 
-// Features of a message, in three groups: words of the body (unigrams and bigrams, quoted
-// lines left out), words of the subject, and header facts (sender local part and kind of
-// domain, recipients, subject shape, time of day, body shape). Word groups are valued
-// 1+ln(count) and scaled to unit length over the features the model knows, so a long
-// newsletter and a one-line note weigh the same; header facts are 1.
+// Features of a message, in groups: the words of the body's own text (unigrams and
+// bigrams), the character n-grams of its words and of the subject's (they carry over to
+// inflections, typos and related languages: "invoice", "invoiced", "factura"), the words of
+// the subject, the words of quoted history and of signatures and footers (kept apart:
+// they say what the thread or the sender's organisation is about, not what this message
+// asks), and facts about the sender, headers, thread position, subject and body shape.
+// Each word group is valued 1+ln(count), scaled to unit length over the features the model
+// knows and weighted by groupWeight, so a long newsletter and a one-line note weigh the
+// same; each fact is headerValue.
 const (
 	groupBody = iota
+	groupChars
 	groupSubject
+	groupQuoted
+	groupFooter
 	groupHeader
 	numGroups
 )
+
+// groupWeight scales each word group after it is normalized: quoted history and footers
+// count for less than what the message itself says.
+var groupWeight = [numGroups]float32{groupBody: 1, groupChars: 2, groupSubject: 1, groupQuoted: 0.5, groupFooter: 0.5}
 
 // headerValue is the value of a header fact. Below the value of a word, it makes the model
 // need more evidence (and, under the L2 penalty, pay more) to lean on facts like "has no
 // question mark" instead of on what the message says.
 const headerValue = 0.35
+
+// Character n-grams: of each word of at least minGramWord letters, padded with ^ and $,
+// those of gramMin to gramMax characters.
+const (
+	gramMin     = 3
+	gramMax     = 5
+	minGramWord = 3
+)
 
 // maxTokenBytes drops tokens longer than a word (hashes, base64) into one bucket.
 const maxTokenBytes = 30
@@ -81,6 +100,10 @@ func (v *vectorizer) emit(group int, prefix string, parts ...[]byte) bool {
 		}
 		v.key = append(v.key, p...)
 	}
+	return v.emitKey(group)
+}
+
+func (v *vectorizer) emitKey(group int) bool {
 	i, ok := v.lookup(v.key)
 	if ok {
 		v.add(group, i)
@@ -90,9 +113,7 @@ func (v *vectorizer) emit(group int, prefix string, parts ...[]byte) bool {
 
 func (v *vectorizer) emitS(group int, key string) {
 	v.key = append(v.key[:0], key...)
-	if i, ok := v.lookup(v.key); ok {
-		v.add(group, i)
-	}
+	v.emitKey(group)
 }
 
 // vector featurizes in into out (reused) and returns the number of word tokens read.
@@ -101,8 +122,8 @@ func (v *vectorizer) emitS(group int, key string) {
 func (v *vectorizer) vector(in Input, out *sparse) int {
 	v.tokens = 0
 	v.header(in)
-	v.words(groupSubject, "s:", in.Subject, false)
-	v.words(groupBody, "w:", in.Text, true)
+	v.subject(in.Subject)
+	v.body(in.Text)
 	out.idx, out.val = out.idx[:0], out.val[:0]
 	for g := range v.touched {
 		idx := v.touched[g]
@@ -121,7 +142,7 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 		}
 		v.touched[g] = idx[:0]
 		if g != groupHeader && norm > 0 {
-			s := float32(1 / math.Sqrt(norm))
+			s := groupWeight[g] / float32(math.Sqrt(norm))
 			for k := start; k < len(out.val); k++ {
 				out.val[k] *= s
 			}
@@ -130,10 +151,24 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 	return v.tokens
 }
 
-// words emits the unigrams (and, for the body, bigrams) of text under prefix.
-func (v *vectorizer) words(group int, prefix, text string, body bool) {
+// subject emits the words of the subject and their character n-grams, its reply and
+// forward prefixes left out (they are header facts).
+func (v *vectorizer) subject(s string) {
+	v.scan(s, func(t []byte, word bool) {
+		v.tokens++
+		v.emit(groupSubject, "s:", t)
+		if word {
+			v.grams(t)
+		}
+	})
+}
+
+// body emits the words of the text by the part of the message they are in (part), and
+// facts about its shape.
+func (v *vectorizer) body(text string) {
 	v.prev = v.prev[:0]
-	questions, exclaims, quoted, urls := 0, 0, false, 0
+	var parts partReader
+	questions, exclaims, urls, ownLines := 0, 0, 0, 0
 	for len(text) > 0 {
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -141,73 +176,122 @@ func (v *vectorizer) words(group int, prefix, text string, body bool) {
 		} else {
 			text = ""
 		}
-		if body {
-			t := strings.TrimLeft(line, " \t")
-			if strings.HasPrefix(t, ">") {
-				quoted = true
-				continue
-			}
+		switch parts.next(line) {
+		case partOwn:
+			ownLines++
 			questions += strings.Count(line, "?")
 			exclaims += strings.Count(line, "!")
 			urls += strings.Count(line, "://")
+			v.scan(line, v.ownToken)
+			v.prev = v.prev[:0] // no bigram across lines
+		case partQuoted:
+			v.scan(line, func(t []byte, _ bool) { v.emit(groupQuoted, "q:", t) })
+		case partFooter:
+			v.scan(line, func(t []byte, _ bool) { v.emit(groupFooter, "f:", t) })
 		}
-		v.scan(group, prefix, line, body)
-	}
-	if !body {
-		return
 	}
 	v.emitS(groupHeader, "h:q:"+bucket(questions, 0, 1, 2))
 	if exclaims > 0 {
 		v.emitS(groupHeader, "h:excl")
 	}
-	if quoted {
-		v.emitS(groupHeader, "h:quoted")
-	}
 	if urls > 0 {
-		v.emitS(groupHeader, "h:url")
+		v.emitS(groupHeader, "h:url:"+bucket(urls, 1, 3, 8))
+	}
+	for _, f := range parts.facts() {
+		v.emitS(groupHeader, f)
+	}
+	v.emitS(groupHeader, "h:lines:"+bucket(ownLines, 0, 2, 5, 15, 40))
+}
+
+// ownToken emits a word of the message's own text: the word, the bigram it ends, and its
+// character n-grams.
+func (v *vectorizer) ownToken(t []byte, word bool) {
+	v.tokens++
+	known := v.emit(groupBody, "w:", t)
+	// A bigram in the vocabulary has both its words there too (both occur wherever it
+	// does), so a word the model does not know ends the chain. Vocabulary building knows
+	// every word, so it sees every bigram.
+	if known && len(v.prev) > 0 {
+		v.emit(groupBody, "b:", v.prev, t)
+	}
+	v.prev = v.prev[:0]
+	if known {
+		v.prev = append(v.prev, t...)
+	}
+	if word {
+		v.grams(t)
 	}
 }
 
-// scan tokenizes one line: lowercased runs of letters and digits. Numbers become <num>,
-// mixed letters and digits <id> (invoice and ticket numbers), a currency sign <money>.
-func (v *vectorizer) scan(group int, prefix, line string, bigrams bool) {
-	v.tok = v.tok[:0]
-	digits, letters := false, false
+// grams emits the character n-grams of a word (lowercased letters), padded with ^ and $.
+func (v *vectorizer) grams(t []byte) {
+	if utf8.RuneCount(t) < minGramWord {
+		return
+	}
+	var pos [maxTokenBytes + 3]int // rune starts of ^word$
+	w := v.tok[:0]
+	w = append(w, '^')
+	w = append(w, t...)
+	w = append(w, '$')
+	n := 0
+	for i := range string(w) {
+		pos[n] = i
+		n++
+	}
+	pos[n] = len(w)
+	for size := gramMin; size <= gramMax; size++ {
+		for a := 0; a+size <= n; a++ {
+			v.key = append(append(v.key[:0], "c:"...), w[pos[a]:pos[a+size]]...)
+			v.emitKey(groupChars)
+		}
+	}
+	v.tok = w[:0]
+}
+
+// scan tokenizes one line into lowercased runs of letters and digits and calls emit on
+// each: numbers become <num>, mixed letters and digits <id> (invoice and ticket numbers),
+// a currency sign <money>, a run longer than a word <long>; word says the token is a word
+// of letters (worth its character n-grams).
+func (v *vectorizer) scan(line string, emit func(t []byte, word bool)) {
+	var buf [4 * maxTokenBytes]byte
+	tok := buf[:0]
+	digits, letters, long := false, false, false
 	flush := func() {
-		if len(v.tok) == 0 {
-			return
-		}
-		t := v.tok
+		t, word := tok, false
 		switch {
-		case digits && !letters:
-			t = append(t[:0], "<num>"...)
-		case digits:
-			t = append(t[:0], "<id>"...)
-		case len(t) > maxTokenBytes:
-			t = append(t[:0], "<long>"...)
-		case utf8.RuneCount(t) < 2:
-			v.tok = v.tok[:0]
-			digits, letters = false, false
+		case len(tok) == 0 && !long:
 			return
+		case long:
+			t = []byte("<long>")
+		case digits && !letters:
+			t = []byte("<num>")
+		case digits:
+			t = []byte("<id>")
+		case utf8.RuneCount(tok) < 2:
+			t = nil
+		default:
+			word = true
 		}
-		v.token(group, prefix, t, bigrams)
-		v.tok = v.tok[:0]
-		digits, letters = false, false
+		if t != nil {
+			emit(t, word)
+		}
+		tok = buf[:0]
+		digits, letters, long = false, false, false
 	}
 	for _, r := range line {
 		switch {
 		case unicode.IsLetter(r):
-			v.tok = utf8.AppendRune(v.tok, unicode.ToLower(r))
+			tok = v.appendRune(tok, unicode.ToLower(r), &long)
 			letters = true
 		case unicode.IsDigit(r):
-			v.tok = utf8.AppendRune(v.tok, r)
+			tok = v.appendRune(tok, r, &long)
 			digits = true
 		case (r == '\'' || r == '’') && letters && !digits:
 			// keep contractions whole: don't, can't, I'm
-			v.tok = append(v.tok, '\'')
+			tok = v.appendRune(tok, '\'', &long)
 		case r == '$' || r == '€' || r == '£' || r == '¥':
 			flush()
-			v.token(group, prefix, []byte("<money>"), bigrams)
+			emit([]byte("<money>"), false)
 		default:
 			flush()
 		}
@@ -215,27 +299,22 @@ func (v *vectorizer) scan(group int, prefix, line string, bigrams bool) {
 	flush()
 }
 
-func (v *vectorizer) token(group int, prefix string, t []byte, bigram bool) {
-	v.tokens++
-	known := v.emit(group, prefix, t)
-	if bigram {
-		// A bigram in the vocabulary has both its words there too (both occur wherever it
-		// does), so a word the model does not know ends the chain. Vocabulary building
-		// knows every word, so it sees every bigram.
-		if known && len(v.prev) > 0 {
-			v.emit(group, "b:", v.prev, t)
-		}
-		v.prev = v.prev[:0]
-		if known {
-			v.prev = append(v.prev, t...)
-		}
+// appendRune adds r to a token unless that makes it longer than a word (hashes, base64),
+// which marks it long instead.
+func (v *vectorizer) appendRune(tok []byte, r rune, long *bool) []byte {
+	if *long || len(tok)+utf8.RuneLen(r) > maxTokenBytes {
+		*long = true
+		return tok[:0]
 	}
+	return utf8.AppendRune(tok, r)
 }
 
-// header emits the facts about sender, recipients, subject and time.
+// header emits the facts about sender, recipients, headers, thread position, subject and
+// time.
 func (v *vectorizer) header(in Input) {
 	local, domain := splitAddress(in.From)
 	v.emitS(groupHeader, "h:from:"+shape(local))
+	v.emitS(groupHeader, "h:sender:"+senderKind(local, domain))
 	switch {
 	case domain == "":
 	case freemail[domain]:
@@ -250,14 +329,20 @@ func (v *vectorizer) header(in Input) {
 		l, _ := splitAddress(in.To[0])
 		v.emitS(groupHeader, "h:to:"+shape(l))
 	}
+	for _, f := range headerFacts(in.Headers, domain) {
+		v.emitS(groupHeader, f)
+	}
+	if in.RepliesToOurs {
+		v.emitS(groupHeader, "h:ours")
+	}
 	s := strings.TrimSpace(in.Subject)
 	low := strings.ToLower(s)
 	switch {
 	case s == "":
 		v.emitS(groupHeader, "h:subj:empty")
-	case hasAnyPrefix(low, "re:", "aw:", "sv:", "antw:"):
+	case hasAnyPrefix(low, "re:", "aw:", "sv:", "antw:", "r:", "rif:", "odp:", "res:"):
 		v.emitS(groupHeader, "h:subj:re")
-	case hasAnyPrefix(low, "fwd:", "fw:", "wg:", "tr:"):
+	case hasAnyPrefix(low, "fwd:", "fw:", "wg:", "tr:", "enc:", "rv:", "i:"):
 		v.emitS(groupHeader, "h:subj:fwd")
 	}
 	if strings.HasPrefix(s, "[") {
@@ -279,7 +364,7 @@ func (v *vectorizer) header(in Input) {
 			v.emitS(groupHeader, "h:weekend")
 		}
 	}
-	v.emitS(groupHeader, "h:len:"+bucket(utf8.RuneCountInString(in.Text), 0, 200, 600, 1500, 4000))
+	v.emitS(groupHeader, "h:len:"+bucket(utf8.RuneCountInString(in.Text), 0, 40, 200, 600, 1500, 4000))
 }
 
 func hourBucket(h int) int {

@@ -15,10 +15,10 @@ import (
 
 // ModelName names the built-in model and its version. A retrained model with different
 // features or corpus gets a new version.
-const ModelName = "inboxd-lr-1"
+const ModelName = "inboxd-lr-2"
 
 //go:generate go run ../../fixtures/triage/gen -out ../../fixtures/triage/corpus.jsonl
-//go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -out model.json
+//go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -written ../../fixtures/triage/written/*.jsonl -out model.json
 
 //go:embed model.json
 var embeddedModel []byte
@@ -30,8 +30,8 @@ type Model struct {
 	Features []string `json:"features"`
 	Heads    []*Head  `json:"heads"` // category, needsReply, urgency
 
-	index  map[string]int32
-	filter []uint64 // a Bloom filter over Features (see index)
+	table  []slot   // Features by hash (buildIndex)
+	filter []uint64 // a Bloom filter over Features
 	seed   maphash.Seed
 }
 
@@ -84,25 +84,45 @@ func LoadModel(b []byte) (*Model, error) {
 	return &m, nil
 }
 
-// buildIndex maps features to their positions. Most lookups miss (nearly every bigram of
-// a message, and its rarer words), so a Bloom filter of about 8 bits a feature, two
-// probes from one hash, answers most misses from a few kilobytes that stay in the CPU's
-// cache, before the map, whose probes of ~8,000 string keys mostly do not: the map's
-// lookups were ~3.5% of the server's CPU on a stream of SMTP mail (BENCHMARKS.md).
+// buildIndex maps features to their positions: an open-addressing table keyed by each
+// feature's hash, behind a Bloom filter of about 8 bits a feature (two probes from the same
+// hash). Most lookups miss (nearly every bigram of a message, its rarer words and many of
+// their character n-grams), and the filter, a few kilobytes that stay in the CPU's cache,
+// answers most misses; a hit then probes the table with the hash already made, so a key
+// is hashed once (a map would hash it again: the map's lookups were ~3.5% of the server's
+// CPU on a stream of SMTP mail, BENCHMARKS.md).
 func (m *Model) buildIndex() {
-	m.index = make(map[string]int32, len(m.Features))
 	words := 1
 	for words*64 < 8*len(m.Features) {
 		words *= 2
 	}
 	m.filter = make([]uint64, words)
+	size := 1
+	for size < 2*len(m.Features) {
+		size *= 2
+	}
+	m.table = make([]slot, size)
+	for i := range m.table {
+		m.table[i].idx = -1
+	}
 	m.seed = maphash.MakeSeed()
 	for i, f := range m.Features {
-		m.index[f] = int32(i)
-		a, b := m.probes(maphash.String(m.seed, f))
+		h := maphash.String(m.seed, f)
+		a, b := m.probes(h)
 		m.filter[a>>6] |= 1 << (a & 63)
 		m.filter[b>>6] |= 1 << (b & 63)
+		j := h & uint64(size-1)
+		for m.table[j].idx >= 0 {
+			j = (j + 1) & uint64(size-1)
+		}
+		m.table[j] = slot{hash: h, idx: int32(i)}
 	}
+}
+
+// slot is an entry of the feature table: a feature's hash and position, -1 when empty.
+type slot struct {
+	hash uint64
+	idx  int32
 }
 
 // probes are the two filter bits of a key's hash.
@@ -112,12 +132,21 @@ func (m *Model) probes(h uint64) (uint64, uint64) {
 }
 
 func (m *Model) lookup(key []byte) (int32, bool) {
-	a, b := m.probes(maphash.Bytes(m.seed, key))
+	h := maphash.Bytes(m.seed, key)
+	a, b := m.probes(h)
 	if m.filter[a>>6]&(1<<(a&63)) == 0 || m.filter[b>>6]&(1<<(b&63)) == 0 {
 		return 0, false
 	}
-	i, ok := m.index[string(key)]
-	return i, ok
+	mask := uint64(len(m.table) - 1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		s := m.table[j]
+		if s.idx < 0 {
+			return 0, false
+		}
+		if s.hash == h && m.Features[s.idx] == string(key) {
+			return s.idx, true
+		}
+	}
 }
 
 // Kinds of head.

@@ -35,8 +35,10 @@ const (
 )
 
 // Input is what a provider sees of a message: sender, up to 50 recipients, subject,
-// received time and the first 32,768 characters of the plain text. No HTML, attachments or
-// Bcc.
+// received time and the first 32,768 characters of the plain text (for HTML-only mail, the
+// text the receive pipeline made of it). No HTML, attachments or Bcc. Besides the words,
+// the header fields of db.TriageHeaderNames and whether it answers mail its inbox sent
+// (WithSignals).
 type Input struct {
 	From       string
 	To         []string
@@ -45,6 +47,27 @@ type Input struct {
 	Text       string
 	// Truncated reports that Text was cut to MaxTextChars.
 	Truncated bool
+	// Headers are the fields of db.TriageHeaderNames the message carries.
+	Headers map[string]string
+	// RepliesToOurs: the message answers mail its inbox sent.
+	RepliesToOurs bool
+}
+
+// WithSignals returns in with what triage knows besides the words: the header fields of
+// db.TriageHeaderNames among sig.Headers (others are left out, so a corpus line naming more
+// headers is seen as live mail would be) and whether it answers mail its inbox sent.
+func (in Input) WithSignals(sig db.TriageSignals) Input {
+	in.Headers = nil
+	for _, name := range db.TriageHeaderNames() {
+		if v, ok := sig.Headers[name]; ok {
+			if in.Headers == nil {
+				in.Headers = map[string]string{}
+			}
+			in.Headers[name] = v
+		}
+	}
+	in.RepliesToOurs = sig.RepliesToOurs
+	return in
 }
 
 // NewInput applies the input limits to a message's fields: recipients are To then Cc, the
@@ -157,25 +180,15 @@ func Derive(s Scores, model string, analyzedAt time.Time, duration time.Duration
 		catProbs[c] = cat[i]
 	}
 	p := round4(clamp01(s.NeedsReply))
-	var reply *bool
-	switch {
-	case p >= replyYesAt:
-		reply = ptr(true)
-	case p <= replyNoAt:
-		reply = ptr(false)
-	}
+	reply := replyValue(p)
 	urg := normalize(s.Urgency[:])
-	score := 0.0
 	urgProbs := make(map[string]float64, 4)
 	for i, v := range urg {
-		score += float64(i) * v
 		urgProbs[strconv.Itoa(i)] = v
 	}
-	score = math.Min(3, math.Max(0, round4(score)))
-	level := int(math.Round(score))
-	conf := urg[level]
+	score, level, conf, decided := urgencyValue(urg)
 	var urgency *string
-	if conf >= urgencyNullLT {
+	if decided {
 		urgency = ptr(db.UrgencyLevels()[level])
 	}
 	if len(model) > maxModelName {
@@ -194,6 +207,30 @@ func Derive(s Scores, model string, analyzedAt time.Time, duration time.Duration
 		NeedsReply:    &db.TriageNeedsReply{Value: reply, Probability: p},
 		Urgency:       &db.TriageUrgency{Value: urgency, Score: score, Confidence: conf, Probabilities: urgProbs},
 	}
+}
+
+// replyValue is needsReply.value for probability p: nil when it is uncertain.
+func replyValue(p float64) *bool {
+	switch {
+	case p >= replyYesAt:
+		return ptr(true)
+	case p <= replyNoAt:
+		return ptr(false)
+	}
+	return nil
+}
+
+// urgencyValue reads a distribution over urgency levels: its score (the expected level,
+// rounded to four decimals), the level the score rounds to, that level's probability (the
+// confidence), and whether the confidence is enough to name the level.
+func urgencyValue(p []float64) (score float64, level int, conf float64, decided bool) {
+	for i, v := range p {
+		score += float64(i) * v
+	}
+	score = math.Min(3, math.Max(0, round4(score)))
+	level = int(math.Round(score))
+	conf = p[level]
+	return score, level, conf, conf >= urgencyNullLT
 }
 
 // Failed is the failed triage result with code at the given time.

@@ -3,6 +3,8 @@ package triage
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 )
 
 func sum(m map[string]float64) float64 {
@@ -132,7 +135,7 @@ func TestBuiltin(t *testing.T) {
 	c := qt.New(t)
 	b, err := NewBuiltin()
 	c.Assert(err, qt.IsNil)
-	c.Assert(b.Model(), qt.Equals, "inboxd-lr-1")
+	c.Assert(b.Model(), qt.Equals, ModelName)
 	at := time.Date(2026, 5, 12, 10, 4, 0, 0, time.UTC)
 	cases := []struct {
 		from, subject, text string
@@ -166,7 +169,7 @@ func TestBuiltin(t *testing.T) {
 // least 600 messages covering every label, and a held-out split of about a fifth.
 func TestCorpus(t *testing.T) {
 	c := qt.New(t)
-	all, err := LoadCorpus("../../fixtures/triage/corpus.jsonl")
+	all, err := LoadCorpus("../../fixtures/triage/corpus.jsonl", mail.HTMLToText)
 	c.Assert(err, qt.IsNil)
 	c.Assert(len(all) >= 600, qt.IsTrue)
 	count := map[string]int{}
@@ -206,15 +209,65 @@ func prefixed(p string, xs []string) []string {
 func TestLookupFindsExactlyTheFeatures(t *testing.T) {
 	m, err := LoadModel(embeddedModel)
 	qt.Assert(t, err, qt.IsNil)
+	features := map[string]bool{}
+	for _, f := range m.Features {
+		features[f] = true
+	}
 	for i, f := range m.Features {
 		got, ok := m.lookup([]byte(f))
 		qt.Assert(t, ok, qt.IsTrue, qt.Commentf("%q", f))
 		qt.Assert(t, got, qt.Equals, int32(i))
 		for _, near := range []string{f + "x", "x" + f, strings.ToUpper(f), f[:len(f)-1]} {
-			if _, feature := m.index[near]; !feature {
+			if !features[near] {
 				_, ok := m.lookup([]byte(near))
 				qt.Assert(t, ok, qt.IsFalse, qt.Commentf("%q", near))
 			}
 		}
 	}
+}
+
+// TestTestSetsNeverTrained keeps the hand-written test sets out of training: every line of
+// them is marked "test", and no test message (by id, or by its subject and text) is among
+// the messages training reads.
+func TestTestSetsNeverTrained(t *testing.T) {
+	c := qt.New(t)
+	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	train := TrainSplit(all)
+	c.Assert(len(train) > len(all)/2, qt.IsTrue)
+	ids, texts := map[string]bool{}, map[string]bool{}
+	for _, e := range train {
+		ids[e.ID], texts[e.In.Subject+"\n"+e.In.Text] = true, true
+	}
+	files, err := filepath.Glob("../../fixtures/triage/handwritten*.jsonl")
+	c.Assert(err, qt.IsNil)
+	c.Assert(len(files) >= 2, qt.IsTrue)
+	for _, f := range files {
+		test, err := LoadCorpus(f, mail.HTMLToText)
+		c.Assert(err, qt.IsNil)
+		for _, e := range test {
+			c.Check(e.Split, qt.Equals, "test", qt.Commentf("%s %s", f, e.ID))
+			c.Check(ids[e.ID] || texts[e.In.Subject+"\n"+e.In.Text], qt.IsFalse, qt.Commentf("%s %s is trained on", f, e.ID))
+		}
+	}
+}
+
+// TestCorpusLinesReadAsLiveMail: a corpus line reaches the model as the same message
+// arriving over SMTP would: HTML-only mail as the pipeline's text, headers in canonical
+// form and only those the pipeline keeps, and the reply-to-ours mark.
+func TestCorpusLinesReadAsLiveMail(t *testing.T) {
+	c := qt.New(t)
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	line := `{"id":"x1","split":"train","writer":"w9","scenario":"other/newsletter","from":"news@shop.example","to":["me@x.test"],` +
+		`"subject":"Spring","receivedAt":"2026-03-14T09:12:31Z","headers":{"list-unsubscribe":"<https://shop.example/u>","X-GitHub-Reason":"x"},` +
+		`"repliesToOurs":true,"html":"<p>Big <b>sale</b></p><p>Shop&nbsp;now</p>","labels":{"category":"other","needsReply":false,"urgency":0}}`
+	c.Assert(os.WriteFile(path, []byte(line+"\n"), 0o644), qt.IsNil)
+	ex, err := LoadCorpus(path, mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	c.Assert(ex, qt.HasLen, 1)
+	in := ex[0].In
+	c.Assert(in.Text, qt.Equals, mail.HTMLToText("<p>Big <b>sale</b></p><p>Shop&nbsp;now</p>"))
+	c.Assert(in.Headers, qt.DeepEquals, map[string]string{"List-Unsubscribe": "<https://shop.example/u>"})
+	c.Assert(in.RepliesToOurs, qt.IsTrue)
+	c.Assert(ex[0].Writer, qt.Equals, "w9")
 }

@@ -187,7 +187,7 @@ func (w *Worker) analyze(ctx context.Context, j db.TriageJob) (db.TriageOutcome,
 	if ctx.Err() != nil {
 		return db.TriageOutcome{}, false
 	}
-	in := NewInput(j.From, j.To, j.Cc, j.Subject, j.ReceivedAt, j.Text)
+	in := NewInput(j.From, j.To, j.Cc, j.Subject, j.ReceivedAt, j.Text).WithSignals(j.Signals)
 	start := w.Now()
 	s, err := w.Provider.Analyze(ctx, in)
 	if ctx.Err() != nil {

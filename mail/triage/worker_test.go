@@ -86,7 +86,12 @@ func newEnv(c *qt.C, plan string) *env {
 
 // receive stores a message as live mail arrives: triage pending, queued.
 func (e *env) receive(id string, quarantined bool) {
-	m := db.NewMessage{InboxID: e.inbox, MessageID: id, Direction: db.Received, From: "ann@example.com", To: []string{"desk@inboxd.test"},
+	e.receiveWith(id, quarantined, db.TriageSignals{})
+}
+
+// receiveWith is receive for a message with what mail knew of it besides its words.
+func (e *env) receiveWith(id string, quarantined bool, sig db.TriageSignals) {
+	m := db.NewMessage{TriageSignals: sig, InboxID: e.inbox, MessageID: id, Direction: db.Received, From: "ann@example.com", To: []string{"desk@inboxd.test"},
 		Subject: "Invoice " + id, Text: "Please find the invoice attached.", Timestamp: e.clock.Now(),
 		Labels: db.InitialLabels(db.Received, quarantined, nil), Triage: &db.Triage{Status: db.TriagePending}, QueueTriage: true}
 	if quarantined {
@@ -145,6 +150,20 @@ func (e *env) queueLen() int64 {
 	n, err := e.store.TriageQueueLen(context.Background())
 	e.c.Assert(err, qt.IsNil)
 	return n
+}
+
+// TestWorkerSeesSignals: a message analyzed from the queue reaches the provider with the
+// header fields and thread position it arrived with, as one analyzed on arrival does.
+func TestWorkerSeesSignals(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(c, "free")
+	e.receiveWith("<a@x>", false, db.TriageSignals{Headers: map[string]string{"List-Id": "<deals.shop.example>", "X-Other": "dropped"},
+		RepliesToOurs: true})
+	got := make(chan triage.Input, 1)
+	e.run(&fake{clock: e.clock, answer: func(_ int, in triage.Input) (triage.Scores, error) { got <- in; return billingHigh, nil }})
+	in := <-got
+	c.Assert(in.Headers, qt.DeepEquals, map[string]string{"List-Id": "<deals.shop.example>"})
+	c.Assert(in.RepliesToOurs, qt.IsTrue)
 }
 
 // TestWorkerCompletes: a queued message gets a complete result with the spec's shape, its
@@ -363,7 +382,7 @@ func TestWorkerBuiltinTruncated(t *testing.T) {
 	e.eventually("complete", func() bool { return e.status("<long@x>")() && e.status("<short@x>")() })
 	tr := e.triageOf("<long@x>")
 	c.Assert(tr.Status, qt.Equals, db.TriageComplete)
-	c.Assert(tr.Model, qt.Equals, "inboxd-lr-1")
+	c.Assert(tr.Model, qt.Equals, triage.ModelName)
 	c.Assert(*tr.BodyTruncated, qt.IsTrue)
 	c.Assert(*e.triageOf("<short@x>").BodyTruncated, qt.IsFalse)
 }

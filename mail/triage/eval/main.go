@@ -1,97 +1,152 @@
-// Command eval measures the built-in triage model on the held-out split of the corpus:
-// accuracy of each head with a confusion matrix, calibration, simple baselines, and the
-// speed and memory of classification on one core. scripts/triage-eval.sh runs it.
+// Command eval measures the built-in triage model: how it does on mail it was never trained
+// on, how sure it is (calibration, and how often it declines to answer), and its speed and
+// memory on one core. scripts/triage-eval.sh runs it; fixtures/triage/README.md says what
+// each file is.
 //
-//	go run ./mail/triage/eval [-corpus fixtures/triage/corpus.jsonl] [-model FILE] [-unseen]
+//	go run ./mail/triage/eval [-corpus FILE] [-written GLOB] [-handwritten FILES] [-model FILE] [-folds]
 //
-// -unseen adds a harder figure: the scenarios (kinds of mail) are split into five groups,
-// and each group's held-out messages are scored by a model trained without any message of
-// that group, so it has never seen that kind of mail.
+// It scores, with the model embedded in the binary (or -model):
+//   - the hand-written test sets (-handwritten), which no training ever reads;
+//   - the generator's held-out split (same kinds of mail as its training split).
+//
+// -folds adds retrainings, each with the hyperparameters the model was trained with:
+//   - unseen kinds: the kinds of mail (scenarios, over the generated and the written files)
+//     are split into five groups; each group is scored by a model trained without it;
+//   - unseen writers: each writer (the generator, and each hand writer) is scored by a
+//     model trained without anything it wrote.
+//
+// A needsReply or urgency value of null (the model declines to answer, API-NOTES section 8)
+// counts as wrong in every accuracy figure; the null rate is reported beside it.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/triage"
 )
 
 func main() {
-	corpus := flag.String("corpus", "fixtures/triage/corpus.jsonl", "labelled corpus (JSON lines)")
+	corpus := flag.String("corpus", "fixtures/triage/corpus.jsonl", "generated corpus (JSON lines)")
+	written := flag.String("written", "fixtures/triage/written/*.jsonl", "files written by hand for training (glob)")
+	hand := flag.String("handwritten", "fixtures/triage/handwritten*.jsonl", "hand-written test sets, never trained on (a glob; \"\" for none)")
 	modelFile := flag.String("model", "", "model file (default: the model embedded in the binary)")
-	unseen := flag.Bool("unseen", false, "also score kinds of mail the model never saw (retrains five models)")
-	hand := flag.String("handwritten", "fixtures/triage/handwritten.jsonl", "hand-written messages, not from the generator, scored separately (\"\" to skip)")
-	speedFor := flag.Duration("speed", 3*time.Second, "how long to measure throughput")
+	folds := flag.Bool("folds", false, "also score unseen kinds and unseen writers (retrains nine models)")
+	flag.BoolVar(&listFoldMisses, "fold-misses", false, "with -folds, list each message an unseen-writer fold got wrong (to review labels)")
+	speedFor := flag.Duration("speed", 3*time.Second, "how long to measure speed")
 	flag.Parse()
-	if err := run(*corpus, *modelFile, *hand, *unseen, *speedFor); err != nil {
+	if err := run(*corpus, *written, *hand, *modelFile, *folds, *speedFor); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
 }
 
-func run(corpus, modelFile, hand string, unseen bool, speedFor time.Duration) error {
-	runtime.GOMAXPROCS(1) // the speed target is for one core
+func run(corpus, written, hand, modelFile string, folds bool, speedFor time.Duration) error {
 	rssBefore := rssKB("VmRSS:")
-	var b *triage.Builtin
-	var err error
-	if modelFile != "" {
-		raw, err := os.ReadFile(modelFile)
-		if err != nil {
-			return err
-		}
-		m, err := triage.LoadModel(raw)
-		if err != nil {
-			return err
-		}
-		b = triage.NewBuiltinModel(m)
-	} else if b, err = triage.NewBuiltin(); err != nil {
-		return err
-	}
-	runtime.GC()
-	debug.FreeOSMemory()
-	rssModel := rssKB("VmRSS:")
-	all, err := triage.LoadCorpus(corpus)
+	m, err := loadModel(modelFile)
 	if err != nil {
 		return err
 	}
-	var train, test []triage.Example
-	for _, e := range all {
-		if e.Split == "test" {
-			test = append(test, e)
-		} else {
-			train = append(train, e)
-		}
+	b := triage.NewBuiltinModel(m)
+	runtime.GC()
+	debug.FreeOSMemory()
+	rssModel := rssKB("VmRSS:")
+	all, err := triage.LoadTrainingSet(corpus, written, mail.HTMLToText)
+	if err != nil {
+		return err
 	}
-	fmt.Printf("model %s; corpus %s: %d messages, %d for training, %d held out (scored below)\n\n", b.Model(), corpus, len(all), len(train), len(test))
-	results := make([]result, len(test))
-	for i, e := range test {
-		results[i] = score(b, e)
+	var handSet []triage.Example
+	handFiles, err := filepath.Glob(hand)
+	if err != nil {
+		return err
 	}
-	report(results)
-	baselines(train, test)
-	if hand != "" {
-		if err := handwritten(b, hand); err != nil {
+	for _, f := range handFiles {
+		ex, err := triage.LoadCorpus(f, mail.HTMLToText)
+		if err != nil {
 			return err
 		}
+		handSet = append(handSet, ex...)
 	}
-	if unseen {
-		unseenScenarios(train, test)
+	train := triage.TrainSplit(all)
+	fmt.Printf("model %s (%d features); %d training messages (%s), %d hand-written test messages\n\n",
+		b.Model(), len(m.Features), len(train), writerCounts(train), len(handSet))
+
+	var summary []line
+	if len(handSet) > 0 {
+		rs := scoreAll(b, handSet)
+		fmt.Printf("== hand-written test sets (%s: %s), never trained on\n", strings.Join(handFiles, ", "), writerCounts(handSet))
+		report(rs, true)
+		summary = append(summary, summarize("hand-written, never trained on", rs))
 	}
+	var genTest []triage.Example
+	for _, e := range all {
+		if e.Split == "test" && e.Writer == triage.GeneratorWriter {
+			genTest = append(genTest, e)
+		}
+	}
+	if len(genTest) > 0 {
+		rs := scoreAll(b, genTest)
+		fmt.Println("== the generator's held-out split (kinds of mail it was trained on)")
+		report(rs, false)
+		summary = append(summary, summarize("generator's held-out split (seen kinds)", rs))
+	}
+	if folds {
+		rs := unseenKinds(m, all)
+		summary = append(summary, summarize("unseen kinds (5 folds)", rs))
+		summary = append(summary, unseenWriters(m, all)...)
+	}
+	fmt.Println("== summary (needsReply and urgency: a null value counts as wrong)")
+	fmt.Printf("%-44s %6s %9s %10s %10s %9s %9s\n", "", "n", "category", "needsReply", "urgency±1", "reply null", "urg. null")
+	for _, l := range summary {
+		fmt.Println(l)
+	}
+	fmt.Println()
+	runtime.GOMAXPROCS(1) // the speed target is for one core
 	speed(b, all, speedFor, rssBefore, rssModel)
 	return nil
 }
 
-// result is the prediction for one held-out message, after the thresholds of API-NOTES 8.
+func loadModel(file string) (*triage.Model, error) {
+	if file == "" {
+		return triage.EmbeddedModel()
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return triage.LoadModel(raw)
+}
+
+func writerCounts(ex []triage.Example) string {
+	n := map[string]int{}
+	for _, e := range ex {
+		n[e.Writer]++
+	}
+	var parts []string
+	for _, w := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", w, n[w]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// listFoldMisses lists the messages each unseen-writer fold got wrong.
+var listFoldMisses bool
+
+// result is the prediction for one message, after the thresholds of API-NOTES 8.
 type result struct {
 	e          triage.Example
 	category   int
@@ -100,21 +155,29 @@ type result struct {
 	replyValue *bool
 	urgScore   float64
 	urgConf    float64
-	urgValue   *string
+	urgLevel   int // the level of round(score)
+	urgNull    bool
 }
 
 func score(b *triage.Builtin, e triage.Example) result {
 	s, _ := b.Analyze(context.Background(), e.In)
 	t := triage.Derive(s, b.Model(), time.Now(), 0, e.In.Truncated)
-	cat := 0
-	for i, c := range db.TriageCategories() {
-		if c == t.Category.Value {
-			cat = i
-		}
-	}
+	cat := slices.Index(db.TriageCategories(), t.Category.Value)
 	return result{e: e, category: cat, catConf: t.Category.Confidence, replyP: t.NeedsReply.Probability, replyValue: t.NeedsReply.Value,
-		urgScore: t.Urgency.Score, urgConf: t.Urgency.Confidence, urgValue: t.Urgency.Value}
+		urgScore: t.Urgency.Score, urgConf: t.Urgency.Confidence, urgLevel: int(math.Round(t.Urgency.Score)), urgNull: t.Urgency.Value == nil}
 }
+
+func scoreAll(b *triage.Builtin, ex []triage.Example) []result {
+	rs := make([]result, len(ex))
+	for i, e := range ex {
+		rs[i] = score(b, e)
+	}
+	return rs
+}
+
+func (r result) catOK() bool   { return r.category == r.e.Category }
+func (r result) replyOK() bool { return r.replyValue != nil && *r.replyValue == r.e.Reply }
+func (r result) urgOK() bool   { return !r.urgNull && abs(r.urgLevel-r.e.Urgency) <= 1 }
 
 func pct(n, d int) string {
 	if d == 0 {
@@ -123,69 +186,72 @@ func pct(n, d int) string {
 	return fmt.Sprintf("%5.1f%%", 100*float64(n)/float64(d))
 }
 
-func report(rs []result) {
+func count(rs []result, f func(result) bool) int {
+	n := 0
+	for _, r := range rs {
+		if f(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// line is one row of the summary table.
+type line string
+
+func summarize(name string, rs []result) line {
 	n := len(rs)
-	// Category.
-	okCat := 0
-	confusion := make([][]int, len(db.TriageCategories()))
-	for i := range confusion {
-		confusion[i] = make([]int, len(db.TriageCategories()))
-	}
-	for _, r := range rs {
-		confusion[r.e.Category][r.category]++
-		if r.category == r.e.Category {
-			okCat++
-		}
-	}
-	fmt.Printf("category accuracy        %s  (%d/%d; target >= 85%%)\n", pct(okCat, n), okCat, n)
-	// needsReply: the decision at 0.5, and what the thresholds make of it.
-	ok5, decided, okDecided, okStrict := 0, 0, 0, 0
-	for _, r := range rs {
-		if (r.replyP >= 0.5) == r.e.Reply {
-			ok5++
-		}
-		if r.replyValue != nil {
-			decided++
-			if *r.replyValue == r.e.Reply {
-				okDecided++
-				okStrict++
+	return line(fmt.Sprintf("%-44s %6d %9s %10s %10s %9s %9s", name, n, pct(count(rs, result.catOK), n), pct(count(rs, result.replyOK), n),
+		pct(count(rs, result.urgOK), n), pct(count(rs, func(r result) bool { return r.replyValue == nil }), n),
+		pct(count(rs, func(r result) bool { return r.urgNull }), n)))
+}
+
+// report prints each head's accuracy, null rate and calibration, and the confusion
+// matrices; misses lists each message with a wrong answer.
+func report(rs []result, misses bool) {
+	n := len(rs)
+	fmt.Printf("category                 %s  (%d/%d)\n", pct(count(rs, result.catOK), n), count(rs, result.catOK), n)
+	nullReply := count(rs, func(r result) bool { return r.replyValue == nil })
+	fmt.Printf("needsReply               %s  (null counted wrong; null for %s; probability >= 0.5 read as yes: %s)\n",
+		pct(count(rs, result.replyOK), n), pct(nullReply, n), pct(count(rs, func(r result) bool { return (r.replyP >= 0.5) == r.e.Reply }), n))
+	nullUrg := count(rs, func(r result) bool { return r.urgNull })
+	fmt.Printf("urgency within one level %s  (null counted wrong; null for %s; level of round(score) ignoring null: %s, exact %s)\n",
+		pct(count(rs, result.urgOK), n), pct(nullUrg, n), pct(count(rs, func(r result) bool { return abs(r.urgLevel-r.e.Urgency) <= 1 }), n),
+		pct(count(rs, func(r result) bool { return r.urgLevel == r.e.Urgency }), n))
+	fmt.Printf("calibration              category ECE %.3f; needsReply Brier %.3f, ECE %.3f\n\n",
+		ece(rs, func(r result) (float64, bool) { return r.catConf, r.catOK() }), brier(rs),
+		ece(rs, func(r result) (float64, bool) { return r.replyP, r.e.Reply }))
+	categoryConfusion(rs)
+	otherConfusions(rs)
+	if misses {
+		fmt.Println("\nmessages with a wrong or null answer (label category/needsReply/urgency; got category (confidence) / reply probability / urgency score)")
+		for _, r := range rs {
+			if !r.catOK() || !r.replyOK() || !r.urgOK() {
+				fmt.Printf("  %-8s %-46.46q %s/%t/%d, got %s (%.2f) / %.2f / %.2f\n", r.e.ID, r.e.In.Subject, db.TriageCategories()[r.e.Category],
+					r.e.Reply, r.e.Urgency, db.TriageCategories()[r.category], r.catConf, r.replyP, r.urgScore)
 			}
 		}
 	}
-	fmt.Printf("needsReply accuracy      %s  (%d/%d, probability >= 0.5 read as yes; target >= 85%%)\n", pct(ok5, n), ok5, n)
-	fmt.Printf("  with the thresholds    %s decided (true at >= 0.8, false at <= 0.2), %s of those right; %s of all right, uncertain counted wrong\n",
-		pct(decided, n), pct(okDecided, decided), pct(okStrict, n))
-	// Urgency.
-	within, exact, nulls := 0, 0, 0
-	for _, r := range rs {
-		level := int(math.Round(r.urgScore))
-		if abs(level-r.e.Urgency) <= 1 {
-			within++
-		}
-		if level == r.e.Urgency {
-			exact++
-		}
-		if r.urgValue == nil {
-			nulls++
-		}
-	}
-	fmt.Printf("urgency within one level %s  (%d/%d, level = round(score); target >= 90%%)\n", pct(within, n), within, n)
-	fmt.Printf("  exact level            %s; value null (confidence < 0.5) for %s\n", pct(exact, n), pct(nulls, n))
-	// Calibration of the category confidence and the reply probability.
-	fmt.Printf("calibration              category ECE %.3f; needsReply Brier %.3f, ECE %.3f\n\n", ece(rs, func(r result) (float64, bool) {
-		return r.catConf, r.category == r.e.Category
-	}), brier(rs), ece(rs, func(r result) (float64, bool) {
-		return r.replyP, r.e.Reply
-	}))
+	fmt.Println()
+}
 
-	fmt.Println("category confusion matrix (rows: label, columns: predicted)")
+func categoryConfusion(rs []result) {
+	cats := db.TriageCategories()
+	confusion := make([][]int, len(cats))
+	for i := range confusion {
+		confusion[i] = make([]int, len(cats))
+	}
+	for _, r := range rs {
+		confusion[r.e.Category][r.category]++
+	}
+	fmt.Println("category confusion (rows: label, columns: predicted)")
 	fmt.Printf("%-14s", "")
-	for _, c := range db.TriageCategories() {
+	for _, c := range cats {
 		fmt.Printf("%8.7s", c)
 	}
 	fmt.Printf("%8s\n", "recall")
 	for i, row := range confusion {
-		fmt.Printf("%-14s", db.TriageCategories()[i])
+		fmt.Printf("%-14s", cats[i])
 		t := 0
 		for _, v := range row {
 			fmt.Printf("%8d", v)
@@ -194,7 +260,7 @@ func report(rs []result) {
 		fmt.Printf("%8s\n", pct(row[i], t))
 	}
 	fmt.Printf("%-14s", "precision")
-	for j := range db.TriageCategories() {
+	for j := range cats {
 		t := 0
 		for i := range confusion {
 			t += confusion[i][j]
@@ -202,17 +268,23 @@ func report(rs []result) {
 		fmt.Printf("%8s", pct(confusion[j][j], t))
 	}
 	fmt.Println()
+}
 
-	fmt.Println("\nurgency confusion matrix (rows: label, columns: level of round(score))")
-	uc := [4][4]int{}
+func otherConfusions(rs []result) {
+	fmt.Println("\nurgency (rows: label; columns: value, null when confidence < 0.5)")
+	uc := [4][5]int{}
 	for _, r := range rs {
-		uc[r.e.Urgency][int(math.Round(r.urgScore))]++
+		col := r.urgLevel
+		if r.urgNull {
+			col = 4
+		}
+		uc[r.e.Urgency][col]++
 	}
-	fmt.Printf("%-14s%8s%8s%8s%8s\n", "", "low", "normal", "high", "critical")
+	fmt.Printf("%-14s%8s%8s%8s%8s%8s\n", "", "low", "normal", "high", "critical", "null")
 	for i, row := range uc {
-		fmt.Printf("%-14s%8d%8d%8d%8d\n", db.UrgencyLevels()[i], row[0], row[1], row[2], row[3])
+		fmt.Printf("%-14s%8d%8d%8d%8d%8d\n", db.UrgencyLevels()[i], row[0], row[1], row[2], row[3], row[4])
 	}
-	fmt.Println("\nneedsReply confusion (rows: label; columns: value after thresholds)")
+	fmt.Println("\nneedsReply (rows: label; columns: value after thresholds)")
 	rc := map[string]int{}
 	for _, r := range rs {
 		v := "null"
@@ -225,22 +297,6 @@ func report(rs []result) {
 	for _, l := range []string{"false", "true"} {
 		fmt.Printf("%-14s%8d%8d%8d\n", l, rc[l+" false"], rc[l+" null"], rc[l+" true"])
 	}
-	fmt.Println("\nmistaken categories, by scenario of the message")
-	miss := map[string]int{}
-	for _, r := range rs {
-		if r.category != r.e.Category {
-			miss[r.e.Scenario+" -> "+db.TriageCategories()[r.category]]++
-		}
-	}
-	keys := make([]string, 0, len(miss))
-	for k := range miss {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Printf("  %3d  %s\n", miss[k], k)
-	}
-	fmt.Println()
 }
 
 // ece is the expected calibration error over ten equal-width bins: the average gap between
@@ -285,183 +341,85 @@ func abs(x int) int {
 	return x
 }
 
-// baselines show how much the corpus gives away: always the most common category, and
-// the best rule on one word ("if the message contains w, say A, else B"), both chosen on
-// the training split and scored on the held-out one.
-func baselines(train, test []triage.Example) {
-	counts := make([]int, len(db.TriageCategories()))
-	for _, e := range train {
-		counts[e.Category]++
-	}
-	major := 0
-	for i := range counts {
-		if counts[i] > counts[major] {
-			major = i
-		}
-	}
-	ok := 0
-	for _, e := range test {
-		if e.Category == major {
-			ok++
-		}
-	}
-	fmt.Printf("baseline: always %q            %s of held-out categories\n", db.TriageCategories()[major], pct(ok, len(test)))
-	words := func(e triage.Example) map[string]bool {
-		set := map[string]bool{}
-		for _, w := range strings.FieldsFunc(strings.ToLower(e.In.Subject+" "+e.In.Text), func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
-		}) {
-			set[w] = true
-		}
-		return set
-	}
-	type stat struct{ with, without []int }
-	stats := map[string]*stat{}
-	trainWords := make([]map[string]bool, len(train))
-	for i, e := range train {
-		trainWords[i] = words(e)
-		for w := range trainWords[i] {
-			if stats[w] == nil {
-				stats[w] = &stat{with: make([]int, len(db.TriageCategories()))}
-			}
-			stats[w].with[e.Category]++
-		}
-	}
-	bestWord, bestTrain, bestA, bestB := "", -1, 0, 0
-	for w, s := range stats {
-		a, b := 0, 0
-		without := make([]int, len(db.TriageCategories()))
-		for i := range counts {
-			without[i] = counts[i] - s.with[i]
-		}
-		for i := range counts {
-			if s.with[i] > s.with[a] {
-				a = i
-			}
-			if without[i] > without[b] {
-				b = i
-			}
-		}
-		if n := s.with[a] + without[b]; n > bestTrain || (n == bestTrain && w < bestWord) {
-			bestWord, bestTrain, bestA, bestB = w, n, a, b
-		}
-	}
-	ok = 0
-	for _, e := range test {
-		pred := bestB
-		if words(e)[bestWord] {
-			pred = bestA
-		}
-		if pred == e.Category {
-			ok++
-		}
-	}
-	fmt.Printf("baseline: best one-word rule %-8q %s of held-out categories (contains it: %s, else %s)\n\n", bestWord, pct(ok, len(test)),
-		db.TriageCategories()[bestA], db.TriageCategories()[bestB])
+// retrain fits a model on train with the hyperparameters of m (its heads' penalties and
+// temperatures), so a fold costs one fit per head.
+func retrain(m *triage.Model, train []triage.Example) *triage.Builtin {
+	return triage.NewBuiltinModel(triage.Train(train, triage.SameAs(m)))
 }
 
-// handwritten scores messages written by hand, apart from the generator, with other
-// senders, phrasing and lengths: how the model does on mail unlike its corpus.
-func handwritten(b *triage.Builtin, path string) error {
-	ex, err := triage.LoadCorpus(path)
-	if err != nil {
-		return err
-	}
-	okCat, okReply, within := 0, 0, 0
-	var misses []string
-	for _, e := range ex {
-		r := score(b, e)
-		level := int(math.Round(r.urgScore))
-		if r.category == e.Category {
-			okCat++
-		}
-		if (r.replyP >= 0.5) == e.Reply {
-			okReply++
-		}
-		if abs(level-e.Urgency) <= 1 {
-			within++
-		}
-		if r.category != e.Category || (r.replyP >= 0.5) != e.Reply || abs(level-e.Urgency) > 1 {
-			misses = append(misses, fmt.Sprintf("  %s %-52.52q label %s/%t/%d, got %s (%.2f) / %.2f / %.2f", e.ID, e.In.Subject,
-				db.TriageCategories()[e.Category], e.Reply, e.Urgency, db.TriageCategories()[r.category], r.catConf, r.replyP, r.urgScore))
-		}
-	}
-	n := len(ex)
-	fmt.Printf("hand-written messages (%s, not from the generator, never trained on): %d\n", path, n)
-	fmt.Printf("  category %s, needsReply %s, urgency within one level %s\n", pct(okCat, n), pct(okReply, n), pct(within, n))
-	for _, m := range misses {
-		fmt.Println(m)
-	}
-	fmt.Println()
-	return nil
-}
-
-// unseenScenarios scores each held-out message with a model trained without any message of
-// its scenario group (scenarios split into five groups by name).
-func unseenScenarios(train, test []triage.Example) {
-	var names []string
-	seen := map[string]bool{}
-	for _, e := range append(append([]triage.Example(nil), train...), test...) {
-		if !seen[e.Scenario] {
-			seen[e.Scenario] = true
-			names = append(names, e.Scenario)
-		}
-	}
-	sort.Strings(names)
-	group := map[string]int{}
-	for i, n := range names {
-		group[n] = i % 5
-	}
+// unseenKinds scores every message of the generated and written files by a model trained
+// without any message of its kind's group.
+func unseenKinds(m *triage.Model, all []triage.Example) []result {
 	var rs []result
 	for g := 0; g < 5; g++ {
-		var tr []triage.Example
-		for _, e := range train {
-			if group[e.Scenario] != g {
+		var tr, te []triage.Example
+		for _, e := range all {
+			switch {
+			case triage.KindFold(e.Scenario, 5) == g:
+				te = append(te, e)
+			case e.Split == "train":
 				tr = append(tr, e)
 			}
 		}
-		m := triage.Train(tr, triage.TrainOptions{Lambdas: []float64{1e-4}, Folds: 2, Iterations: 200})
-		b := triage.NewBuiltinModel(m)
-		for _, e := range test {
-			if group[e.Scenario] == g {
-				rs = append(rs, score(b, e))
+		b := retrain(m, tr)
+		rs = append(rs, scoreAll(b, te)...)
+	}
+	kinds := map[string]bool{}
+	for _, e := range all {
+		kinds[e.Scenario] = true
+	}
+	fmt.Printf("== unseen kinds: %d kinds of mail in 5 groups, each group scored by a model trained without it\n", len(kinds))
+	report(rs, false)
+	return rs
+}
+
+// unseenWriters scores each writer's messages by a model trained without anything that
+// writer wrote.
+func unseenWriters(m *triage.Model, all []triage.Example) []line {
+	writers := map[string]bool{}
+	for _, e := range all {
+		writers[e.Writer] = true
+	}
+	var out []line
+	var pooled []result
+	for _, w := range slices.Sorted(maps.Keys(writers)) {
+		var tr, te []triage.Example
+		for _, e := range all {
+			switch {
+			case e.Writer == w:
+				te = append(te, e)
+			case e.Split == "train":
+				tr = append(tr, e)
 			}
 		}
+		rs := scoreAll(retrain(m, tr), te)
+		pooled = append(pooled, rs...)
+		out = append(out, summarize("unseen writer "+w+" (trained without it)", rs))
+		fmt.Printf("== unseen writer %s: its %d messages scored by a model trained on the other writers (%d messages)\n", w, len(te), len(tr))
+		report(rs, listFoldMisses)
 	}
-	okCat, okReply, within := 0, 0, 0
-	for _, r := range rs {
-		if r.category == r.e.Category {
-			okCat++
-		}
-		if (r.replyP >= 0.5) == r.e.Reply {
-			okReply++
-		}
-		if abs(int(math.Round(r.urgScore))-r.e.Urgency) <= 1 {
-			within++
-		}
-	}
-	fmt.Printf("unseen kinds of mail (%d scenarios in 5 groups, each scored by a model trained without its group):\n", len(names))
-	fmt.Printf("  category %s, needsReply %s, urgency within one level %s over %d held-out messages\n\n",
-		pct(okCat, len(rs)), pct(okReply, len(rs)), pct(within, len(rs)), len(rs))
+	return append(out, summarize("unseen writers, pooled", pooled))
 }
 
 // speed classifies the corpus over and over on one core (input limits, features, three
-// heads and thresholds: all the worker does besides the database) and reports messages per
-// second, then the same for messages at the 32,768-character limit, and resident memory.
+// heads and thresholds: all the worker does besides the database) and reports the CPU time
+// per message, then the same for long messages, and resident memory.
 func speed(b *triage.Builtin, all []triage.Example, d time.Duration, rssBefore, rssModel int64) {
 	ctx := context.Background()
-	run := func(ins []triage.Input) (float64, int) {
-		start := time.Now()
+	run := func(ins []triage.Input) (float64, float64, int) {
+		start, cpu0 := time.Now(), cpuTime()
 		n := 0
 		for time.Since(start) < d {
 			for _, in := range ins {
-				in = triage.NewInput(in.From, in.To, nil, in.Subject, in.ReceivedAt, in.Text)
-				s, _ := b.Analyze(ctx, in)
-				_ = triage.Derive(s, b.Model(), start, 0, in.Truncated)
+				in2 := triage.NewInput(in.From, in.To, nil, in.Subject, in.ReceivedAt, in.Text)
+				in2.Headers, in2.RepliesToOurs = in.Headers, in.RepliesToOurs
+				s, _ := b.Analyze(ctx, in2)
+				_ = triage.Derive(s, b.Model(), start, 0, in2.Truncated)
 				n++
 			}
 		}
-		return float64(n) / time.Since(start).Seconds(), n
+		cpu := (cpuTime() - cpu0).Seconds()
+		return cpu / float64(n) * 1e6, float64(n) / cpu, n
 	}
 	ins := make([]triage.Input, len(all))
 	chars := 0
@@ -469,9 +427,9 @@ func speed(b *triage.Builtin, all []triage.Example, d time.Duration, rssBefore, 
 		ins[i] = e.In
 		chars += len([]rune(e.In.Text))
 	}
-	rate, n := run(ins)
-	fmt.Printf("throughput (1 core)      %.0f messages/s over %d classifications of the corpus (mean %d characters); target >= 2,000/s\n",
-		rate, n, chars/len(all))
+	us, rate, n := run(ins)
+	fmt.Printf("speed (1 core, CPU time) %.1f µs a message = %.0f messages/s over %d classifications of the corpus (mean %d characters); target >= 2,000/s\n",
+		us, rate, n, chars/len(all))
 	sized := func(chars int) []triage.Input {
 		out := make([]triage.Input, 0, 50)
 		for i := 0; i < 50; i++ {
@@ -486,14 +444,23 @@ func speed(b *triage.Builtin, all []triage.Example, d time.Duration, rssBefore, 
 		}
 		return out
 	}
-	rate, n = run(sized(4000))
-	fmt.Printf("  at 4,000 characters    %.0f messages/s over %d classifications\n", rate, n)
-	rate, n = run(sized(40000))
-	fmt.Printf("  at the 32,768-char cap %.0f messages/s over %d classifications (40,000-character texts, cut)\n", rate, n)
+	us, rate, n = run(sized(4000))
+	fmt.Printf("  at 4,000 characters    %.1f µs a message = %.0f/s over %d classifications\n", us, rate, n)
+	us, rate, n = run(sized(40000))
+	fmt.Printf("  at the 32,768-char cap %.1f µs a message = %.0f/s over %d classifications (40,000-character texts, cut)\n", us, rate, n)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("resident memory          %.1f MB before the model, %.1f MB with it loaded: the model adds %.1f MB; peak of the whole eval process (with the corpus, long inputs and any retraining) %.1f MB; Go heap in use now %.1f MB (target: < 50 MB added)\n",
+	fmt.Printf("resident memory          %.1f MB before the model, %.1f MB with it loaded: the model adds %.1f MB (target <= 50 MB); peak of the whole eval process (corpus, long inputs, retraining) %.1f MB; Go heap in use now %.1f MB\n",
 		float64(rssBefore)/1024, float64(rssModel)/1024, float64(rssModel-rssBefore)/1024, float64(rssKB("VmHWM:"))/1024, float64(ms.HeapInuse)/(1<<20))
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rssKB reads a memory figure of this process in kB from /proc (Linux): VmRSS is the
