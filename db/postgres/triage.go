@@ -120,3 +120,14 @@ func (s *Store) NextTriageDue(ctx context.Context) (time.Time, bool, error) {
 	}
 	return fromMillis(*at).Time, true, nil
 }
+
+// SentAny reports whether an inbox sent a message whose Message-ID is one of ids.
+func (s *Store) SentAny(ctx context.Context, inboxID int64, ids []string) (bool, error) {
+	if len(ids) == 0 {
+		return false, nil
+	}
+	var found bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages
+		WHERE inbox_id = $1 AND direction = $2 AND message_id = ANY($3))`, inboxID, string(db.Sent), ids).Scan(&found)
+	return found, storageError(err)
+}

@@ -136,8 +136,8 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool) (d
 	b := &pgx.Batch{}
 	w.queueMessageParts(b, rowID, p)
 	if n.QueuesTriage() {
-		b.Queue(`INSERT INTO triage_queue(message_id, next_at, created_at) VALUES ($1, 0, $2)
-			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp))
+		b.Queue(`INSERT INTO triage_queue(message_id, next_at, created_at, signals) VALUES ($1, 0, $2, $3)
+			ON CONFLICT (message_id) DO NOTHING`, rowID, millis(n.Timestamp), *jsonText(n.TriageSignals))
 	}
 	// A thread this transaction made is seen by no other, so it settles in the same round
 	// trip; a thread others may touch is locked before the log (log.go: the log lock comes

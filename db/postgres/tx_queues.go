@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -26,8 +28,8 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 			WHERE q.next_at <= $1 AND q.leased_until <= $1 AND NOT m.quarantined AND q.message_id <> ALL($2)
 			ORDER BY q.next_at, q.message_id LIMIT $3 FOR UPDATE OF q SKIP LOCKED),
 		leased AS (UPDATE triage_queue q SET leased_until = $4 FROM due WHERE q.message_id = due.message_id
-			RETURNING q.message_id, q.attempts, q.charged_period IS NOT NULL AS charged, q.next_at)
-		SELECT l.message_id, l.attempts, l.charged, i.account_id, m.message_id, m.from_addr, m.to_addrs, m.cc_addrs, m.subject, m.ts
+			RETURNING q.message_id, q.attempts, q.charged_period IS NOT NULL AS charged, q.next_at, q.signals)
+		SELECT l.message_id, l.attempts, l.charged, i.account_id, m.message_id, m.from_addr, m.to_addrs, m.cc_addrs, m.subject, m.ts, l.signals
 		FROM leased l JOIN messages m ON m.id = l.message_id JOIN inboxes i ON i.id = m.inbox_id
 		ORDER BY l.next_at, l.message_id`, millis(now), skip, limit, millis(now.Add(triageLease)))
 	if err != nil {
@@ -38,12 +40,15 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 	for rows.Next() {
 		var d db.QueuedTriage
 		j := &d.Job
-		var to, cc string
+		var to, cc, signals string
 		var ts int64
-		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts); err != nil {
+		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &signals); err != nil {
 			return nil, err
 		}
 		j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
+		if err := json.Unmarshal([]byte(signals), &j.Signals); err != nil {
+			return nil, fmt.Errorf("db: triage signals of message %d: %w", j.MessageRow, err)
+		}
 		out = append(out, d)
 	}
 	return out, rows.Err()
