@@ -70,7 +70,7 @@ func (e *Export) begin(ctx context.Context, path string) error {
 		return err
 	}
 	if version != want {
-		return fmt.Errorf("%w: %s is at schema version %d and this inboxd's is %d: open it once with `inboxd serve` of the version that matches (a newer inboxd migrates an older file at start), then migrate with that version",
+		return fmt.Errorf("%w: %s is at schema version %d and this inboxd's is %d: migrate with the inboxd that matches it (an older file is brought up to date by starting this version's `inboxd serve` on it once)",
 			db.ErrCopyRefused, path, version, want)
 	}
 	return nil
