@@ -4,6 +4,7 @@
 //	inboxd seed    load fixture files into a database
 //	inboxd keys    create API keys
 //	inboxd reindex rebuild the search index
+//	inboxd migrate copy an SQLite database into an empty PostgreSQL one
 //	inboxd mcp     serve the MCP tools over stdio, proxying to a running server
 //	inboxd version print the version
 //
@@ -73,6 +74,7 @@ const usage = `usage:
   inboxd backup --db PATH OUT   (SQLite; a PostgreSQL database: pg_dump)
   inboxd mcp --base-url URL   (with INBOXD_API_KEY; MCP over stdio)
   inboxd reindex --db DB [--data-dir DIR]
+  inboxd migrate --from FILE --to postgres://...   (into an empty database)
   inboxd version
 DB is an SQLite file (default inboxd.db) or postgres://user:pass@host:port/dbname?sslmode=...,
 one database that several inboxd processes share, each with its own --data-dir.`
@@ -98,6 +100,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, rt ru
 		return runAccounts(ctx, args[1:], stdout, stderr)
 	case "reindex":
 		return runReindex(ctx, args[1:], stdout, stderr, rt)
+	case "migrate":
+		return runMigrate(ctx, args[1:], stdout, stderr)
 	case "backup":
 		return runBackup(ctx, args[1:], stderr)
 	case "mcp":

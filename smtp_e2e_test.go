@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,28 +335,14 @@ func pathEscape(id string) string {
 
 func api(t *testing.T, base, method, path string, body, out any) int {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, base+path, r)
-	qt.Assert(t, err, qt.IsNil)
-	req.Header.Set("Authorization", "Bearer "+crashKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	qt.Assert(t, err, qt.IsNil)
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if out != nil && res.StatusCode == 200 {
+	status, b := call(t, base, crashKey, method, path, body)
+	if out != nil && status == 200 {
 		qt.Assert(t, json.Unmarshal(b, out), qt.IsNil)
 	}
-	if res.StatusCode != 200 {
-		t.Logf("%s %s: %d %s", method, path, res.StatusCode, b)
+	if status != 200 {
+		t.Logf("%s %s: %d %s", method, path, status, b)
 	}
-	return res.StatusCode
+	return status
 }
 
 // recordingRelay is a relay that keeps what it is given.

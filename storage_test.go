@@ -47,22 +47,7 @@ func startFaultServer(t *testing.T) *faultServer {
 // do sends one API request with the crash key and returns the status and body.
 func (s *faultServer) do(method, path string, body any) (int, []byte) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.base+path, rd)
-	qt.Assert(s.t, err, qt.IsNil)
-	req.Header.Set("Authorization", "Bearer "+crashKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	qt.Assert(s.t, err, qt.IsNil)
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	return call(s.t, s.base, crashKey, method, path, body)
 }
 
 // unavailable asserts the answer is 503 unavailable, transient.

@@ -102,7 +102,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The error may quote the URL, password and all: say only what is wrong.
-		return nil, errors.New("db: the PostgreSQL URL is not valid (postgres://user:password@host:port/dbname?sslmode=...)")
+		return nil, errBadURL
 	}
 	switch {
 	case opts.MaxConns > 0:
@@ -181,35 +181,47 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	return storageError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+		if err := lockMigrations(ctx, tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var version int
-		if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&version); err != nil {
-			return err
-		}
-		for _, name := range names {
-			n, _ := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-			if n <= version {
-				continue
-			}
-			body, err := migrations.ReadFile("migrations/" + name)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations(version) VALUES ($1)", n); err != nil {
-				return err
-			}
-		}
-		return nil
+		return applyMigrations(ctx, tx, names)
 	}))
+}
+
+// lockMigrations takes the advisory lock that serializes migrations (and imports) until
+// tx ends.
+func lockMigrations(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock))
+	return err
+}
+
+// applyMigrations applies, in tx, the migrations names the database does not have yet.
+func applyMigrations(ctx context.Context, tx pgx.Tx, names []string) error {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return err
+	}
+	var version int
+	if err := tx.QueryRow(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&version); err != nil {
+		return err
+	}
+	for _, name := range names {
+		n, _ := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if n <= version {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations(version) VALUES ($1)", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrationNames returns the embedded migrations in version order.

@@ -27,8 +27,22 @@ import (
 // EnvURL names the variable that holds the cluster's URL.
 const EnvURL = "INBOXD_TEST_POSTGRES"
 
-// NewDatabase creates a database for t, dropped when t ends, and returns its URL.
+// NewDatabase creates a database for t with the current schema, dropped when t ends, and
+// returns its URL.
 func NewDatabase(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, ensureTemplate)
+}
+
+// NewEmptyDatabase creates a database for t without any table (what `inboxd migrate`
+// fills), dropped when t ends, and returns its URL.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, func(context.Context, string) (string, error) { return "template0", nil })
+}
+
+// newDatabase creates a database for t as a copy of the template that template names.
+func newDatabase(t testing.TB, template func(ctx context.Context, base string) (string, error)) string {
 	t.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
@@ -38,12 +52,12 @@ func NewDatabase(t testing.TB) string {
 		t.Skipf("%s is not set: no PostgreSQL to test against (scripts/pg-cluster.sh starts one)", EnvURL)
 	}
 	ctx := context.Background()
-	template, err := ensureTemplate(ctx, base)
+	tmpl, err := template(ctx, base)
 	if err != nil {
 		t.Fatalf("pgtest: template database: %v", err)
 	}
 	name := "inboxd_t_" + randomHex(8)
-	if err := admin(ctx, base, "CREATE DATABASE "+name+" TEMPLATE "+template); err != nil {
+	if err := admin(ctx, base, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
 	t.Cleanup(func() {
