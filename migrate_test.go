@@ -341,7 +341,7 @@ func TestMigrateRefusalsOnPostgres(t *testing.T) {
 		{filepath.Join(dir, "missing.db"), "no such file"},
 		{notDB, "is not an SQLite database"},
 		{other, "is not an inboxd database"},
-		{older, "is at schema version 15 and this inboxd's is 16"},
+		{older, "is at schema version 15 and this inboxd's is "},
 	} {
 		code, _, stderr = runInboxd(t, "migrate", "--from", tc.from, "--to", empty)
 		c.Check(code, qt.Equals, 2, qt.Commentf("%s: %s", tc.from, stderr))

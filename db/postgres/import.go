@@ -43,7 +43,7 @@ var CopiedTables = []CopiedTable{
 	{"sends", []string{"inbox_id", "idem_key", "fingerprint", "message_id", "thread_id", "created_at"}},
 	{"suppressions", []string{"inbox_id", "address", "reason", "smtp_code", "smtp_enhanced", "created_at"}},
 	{"outbound", []string{"id", "message_id", "recipient", "state", "attempts", "next_at", "created_at", "state_at"}},
-	{"triage_queue", []string{"message_id", "next_at", "attempts", "charged_period", "created_at"}},
+	{"triage_queue", []string{"message_id", "next_at", "attempts", "charged_period", "created_at", "signals"}},
 	{"operators", []string{"name", "password_hash", "updated_at"}},
 	{"audit_log", []string{"id", "at", "actor", "action", "account_id", "inbox", "message_id", "detail", "remote"}},
 	{"events", []string{"seq", "event_id", "account_id", "inbox_id", "type", "occurred_at", "message_row", "message_id", "thread_id", "detail"}},
