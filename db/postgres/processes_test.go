@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -327,6 +328,34 @@ func TestListenerComesBackAfterItsConnectionIsDropped(t *testing.T) {
 			wakes++
 		case <-time.After(time.Second):
 			qt.Assert(t, i < 5, qt.IsTrue, qt.Commentf("the listener did not come back"))
+		}
+	}
+}
+
+// An inbox deleted on one process while another stores replies into its threads is
+// deleted, and every delivery either lands before the deletion or fails with a model
+// error: no foreign key violation surfaces as an internal error.
+func TestDeleteInboxWhileRepliesArriveOnAnotherProcess(t *testing.T) {
+	for round := range 5 {
+		c := newCluster(t, 2)
+		ctx := context.Background()
+		_, err := db.Deliver(ctx, c.stores[1], []db.NewMessage{received(c.inbox, "<first@far.test>")})
+		qt.Assert(t, err, qt.IsNil)
+		errs := c.each(21, func(i int, _ *postgres.Store) error {
+			if i == 10 {
+				return c.stores[0].DeleteInbox(ctx, c.inbox)
+			}
+			m := received(c.inbox, fmt.Sprintf("<reply%d-%d@far.test>", round, i))
+			m.ThreadCandidates = []string{"<first@far.test>"}
+			_, err := db.Deliver(ctx, c.stores[1], []db.NewMessage{m})
+			return err
+		})
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			var de *db.Error
+			qt.Assert(t, i != 10 && errors.As(err, &de), qt.IsTrue, qt.Commentf("call %d: %v", i, err))
 		}
 	}
 }

@@ -41,7 +41,12 @@ func prepare(m *db.NewMessage) *prepared {
 	return p
 }
 
+// StoredMessage is the first thing storing a message asks (db.StoreMessage), so it also
+// keeps the inbox from being deleted under the delivery (shareInbox).
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
+	if err := u.shareInbox(inboxID); err != nil {
+		return nil, err
+	}
 	var st db.Stored
 	err := u.queryRow(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)

@@ -195,6 +195,18 @@ func (w *wtx) lockInbox(inboxID int64) error {
 	return w.lockRow("i:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR NO KEY UPDATE", inboxID)
 }
 
+// shareInbox locks an inbox's row against its deletion for the rest of the transaction,
+// before a message is stored in it. Without it, a message committed into one of the inbox's
+// threads while DeleteInbox runs (its statements each see the commits made before they
+// start) would be left pointing at a thread DeleteInbox then deletes: a foreign key
+// violation there. Deliveries to one inbox share the lock and do not wait for each other.
+func (w *wtx) shareInbox(inboxID int64) error {
+	if w.locked["i:"+strconv.FormatInt(inboxID, 10)] {
+		return nil // this unit holds the stronger lock already
+	}
+	return w.lockRow("s:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
+}
+
 func (w *wtx) lockRow(key, sql string, arg any) error {
 	if w.locked[key] {
 		return nil
