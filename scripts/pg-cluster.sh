@@ -9,7 +9,8 @@
 #
 # PostgreSQL refuses to run as root, and CI runs as root: then the cluster runs as the
 # system user inboxd-test (made with useradd when missing). Needs Debian's postgresql
-# package (scripts/test.sh installs it) or PG_BIN pointing at initdb and pg_ctl.
+# package (scripts/test.sh installs it) or PG_BIN pointing at initdb and pg_ctl. PG_OPTS
+# adds server settings ("-c shared_preload_libraries=pg_stat_statements", for a benchmark).
 set -euo pipefail
 
 cmd=${1:-} dir=${2:-}
@@ -47,7 +48,7 @@ start)
   while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
   as "$pg/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" --wait --timeout=60 start \
     -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$dir' -c max_connections=300 \
-        -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" >/dev/null ||
+        -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB ${PG_OPTS:-}" >/dev/null ||
     { tail -20 "$dir/postgres.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   ;;

@@ -9,7 +9,11 @@
 // instead (the directory scripts/bench.sh --keep leaves), to see what a large mailbox
 // store changes. With -search-loop the SMTP ingest runs a second time beside a client
 // searching in a loop, the measurement of scripts/bench's second ingest, in a minute
-// rather than the whole bench's five.
+// rather than the whole bench's five. With -pg it runs on a throwaway PostgreSQL cluster
+// (scripts/pg-cluster.sh) instead of SQLite, with -procs N on N processes sharing it (the
+// SMTP connections and the read clients dealt between them), and -reads D measures
+// getMessage and listMessages over the ingested mail for D each; CPU time is reported per
+// message and per request, PostgreSQL's apart (BENCHMARKS.md, issue 30).
 //
 //	go build -tags '...' -o /tmp/inboxd . && go run ./scripts/smtpbench -bin /tmp/inboxd
 //
@@ -48,9 +52,18 @@ func main() {
 	flag.StringVar(&o.from, "from", "", "start from a copy of this directory's bench.db and bench.db.index (scripts/bench.sh --keep leaves one) instead of an empty database")
 	flag.StringVar(&o.fromAccount, "from-account", "bench", "with -from: the account whose key the benchmark makes and whose inboxes it creates")
 	flag.BoolVar(&o.searchLoop, "search-loop", false, "after the SMTP run, send as many messages again while one client searches the recipient inboxes in a loop")
+	flag.BoolVar(&o.pg, "pg", false, "run on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh, run from the repository's root) instead of SQLite")
+	flag.IntVar(&o.procs, "procs", 1, "with -pg: inboxd processes sharing the database")
+	flag.DurationVar(&o.reads, "reads", 0, "after the SMTP run, measure getMessage and listMessages for this long each (0: not)")
+	flag.BoolVar(&o.pgStatements, "pg-statements", false, "with -pg: after each SMTP run, PostgreSQL's statements and transactions per message, its costliest statements and the backends' waits")
+	flag.IntVar(&o.readClients, "read-clients", 8, "concurrent clients of -reads")
 	flag.Parse()
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "smtpbench: -bin is required")
+		os.Exit(2)
+	}
+	if o.procs < 1 || (o.procs > 1 || o.from != "") && o.pg == (o.from != "") {
+		fmt.Fprintln(os.Stderr, "smtpbench: -procs above 1 needs -pg; -from needs SQLite")
 		os.Exit(2)
 	}
 	o.extra = strings.Fields(*extra)
@@ -64,8 +77,10 @@ type options struct {
 	bin                                      string
 	extra                                    []string
 	n, conns, size, inboxes, sends, sendConc int
-	keep, searchLoop                         bool
+	keep, searchLoop, pg, pgStatements       bool
 	from, fromAccount                        string
+	procs, readClients                       int
+	reads                                    time.Duration
 }
 
 // startFrom copies a database and its index into dir and makes an API key for it: a
@@ -120,11 +135,19 @@ func run(o options) error {
 	// Every benchmark connection comes from 127.0.0.1, one client to the listener's
 	// per-address limit: allow it all of them (-server-args can still override).
 	extra := append([]string{"--smtp-max-per-ip", strconv.Itoa(max(o.conns, 1))}, o.extra...)
-	srv, err := benchkit.StartServer(o.bin, dir, dns, key, extra)
-	if err != nil {
+	f := &fleet{db: filepath.Join(dir, "bench.db"), statements: o.pgStatements}
+	if o.pg {
+		stop, err := f.startCluster()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	defer f.stop()
+	if err := f.start(o, dir, dns, key, extra); err != nil {
 		return err
 	}
-	defer srv.Stop()
+	srv := f.servers[0]
 
 	ctx := context.Background()
 	var rcpts []string
@@ -136,11 +159,16 @@ func run(o options) error {
 		rcpts = append(rcpts, addr)
 	}
 	if o.n > 0 {
-		if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size, false); err != nil {
+		if err := benchSMTP(ctx, f, rcpts, o.n, o.conns, o.size, false); err != nil {
 			return err
 		}
 		if o.searchLoop {
-			if err := benchSMTP(ctx, srv, filepath.Join(dir, "bench.db"), rcpts, o.n, o.conns, o.size, true); err != nil {
+			if err := benchSMTP(ctx, f, rcpts, o.n, o.conns, o.size, true); err != nil {
+				return err
+			}
+		}
+		if o.reads > 0 {
+			if err := benchReads(ctx, f, rcpts, o.readClients, o.reads); err != nil {
 				return err
 			}
 		}
@@ -169,7 +197,7 @@ func message(i, size int, rcpt string, c *benchkit.Corpus) []byte {
 // benchSMTP sends n messages over SMTP and reports the rate; with searching, one client
 // searches the recipient inboxes in a loop meanwhile, as scripts/bench does beside its
 // second ingest.
-func benchSMTP(ctx context.Context, srv *benchkit.Server, dbPath string, rcpts []string, n, conns, size int, searching bool) error {
+func benchSMTP(ctx context.Context, f *fleet, rcpts []string, n, conns, size int, searching bool) error {
 	msgs := make([][]byte, n)
 	to := make([]string, n)
 	corpus := benchkit.CompanyMail(1)
@@ -182,14 +210,20 @@ func benchSMTP(ctx context.Context, srv *benchkit.Server, dbPath string, rcpts [
 	}
 	var stopSearches func() (string, error)
 	if searching {
-		stopSearches = startSearchLoop(ctx, srv.API, rcpts)
+		stopSearches = startSearchLoop(ctx, f.servers[len(f.servers)-1].API, rcpts)
 	}
-	pid := srv.Cmd.Process.Pid
-	before, err := benchkit.UsageOf(pid)
+	var watch *pgWatch
+	if f.statements && f.pgPid != 0 {
+		var err error
+		if watch, err = watchPostgres(ctx, f.db); err != nil {
+			return err
+		}
+	}
+	before, err := f.usage()
 	if err != nil {
 		return err
 	}
-	res, err := benchkit.Ingest(srv.SMTP, msgs, to, conns, 0)
+	res, err := benchkit.IngestTo(f.smtp(), msgs, to, conns, 0)
 	searches, serr := "", error(nil)
 	if searching {
 		searches, serr = stopSearches()
@@ -203,22 +237,25 @@ func benchSMTP(ctx context.Context, srv *benchkit.Server, dbPath string, rcpts [
 	if searching {
 		fmt.Print("Beside a search loop, ")
 	}
-	fmt.Printf("SMTP ingest: %d messages of ~%d bytes over %d pipelined connections in %.2f s = %.0f messages/s (latency p50 %.1f ms, p99 %.1f ms)\n",
-		res.N, size, conns, res.Elapsed.Seconds(), res.Rate(), benchkit.Ms(res.P50), benchkit.Ms(res.P99))
+	fmt.Printf("SMTP ingest: %d messages of ~%d bytes over %d pipelined connections to %s in %.2f s = %.0f messages/s (latency p50 %.1f ms, p99 %.1f ms)\n",
+		res.N, size, conns, f, res.Elapsed.Seconds(), res.Rate(), benchkit.Ms(res.P50), benchkit.Ms(res.P99))
 	if searches != "" {
 		fmt.Println("  " + searches)
 	}
 	// The work behind the acknowledgements (indexing, triage) counts too.
-	if err := benchkit.Drain(ctx, dbPath, 5*time.Minute); err != nil {
+	if err := benchkit.Drain(ctx, f.db, 5*time.Minute); err != nil {
 		return err
 	}
-	after, err := benchkit.UsageOf(pid)
+	after, err := f.usage()
 	if err != nil {
 		return err
 	}
 	perMsg := func(v int64) float64 { return float64(v) / float64(res.N) }
-	fmt.Printf("  server, per message until the index and triage queues were empty: %.0f us of CPU, %.0f KB written (%.0f KB reached storage); load average %s\n",
-		perMsg((after.CPU - before.CPU).Microseconds()), perMsg(after.Wrote-before.Wrote)/1000, perMsg(after.Stored-before.Stored)/1000, benchkit.LoadAvg())
+	fmt.Printf("  server, per message until the index and triage queues were empty: %.0f us of CPU%s, %.0f KB written (%.0f KB reached storage); load average %s\n",
+		perMsg((after.CPU - before.CPU).Microseconds()), f.pgShare(before, after, res.N), perMsg(after.Wrote-before.Wrote)/1000, perMsg(after.Stored-before.Stored)/1000, benchkit.LoadAvg())
+	if watch != nil {
+		return watch.report(ctx, res.N)
+	}
 	return nil
 }
 

@@ -23,6 +23,12 @@ func (r IngestResult) Rate() float64 { return float64(r.N) / r.Elapsed.Seconds()
 // started after limit (0: no limit): a slow server is measured on fewer messages rather
 // than making the run long. The first error ends the measurement.
 func Ingest(addr string, msgs [][]byte, to []string, conns int, limit time.Duration) (IngestResult, error) {
+	return IngestTo([]string{addr}, msgs, to, conns, limit)
+}
+
+// IngestTo is Ingest with the connections dealt in turn to the listeners at addrs: mail
+// split between several processes on one database.
+func IngestTo(addrs []string, msgs [][]byte, to []string, conns int, limit time.Duration) (IngestResult, error) {
 	var next, done atomic.Int64
 	lat := make([][]time.Duration, conns)
 	errs := make(chan error, conns)
@@ -32,7 +38,7 @@ func Ingest(addr string, msgs [][]byte, to []string, conns int, limit time.Durat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := dialSMTP(addr)
+			s, err := dialSMTP(addrs[c%len(addrs)])
 			if err != nil {
 				errs <- err
 				return

@@ -5,18 +5,24 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // Drain reads the server's database
+	_ "github.com/jackc/pgx/v5/stdlib" // or a PostgreSQL one
+	_ "github.com/mattn/go-sqlite3"    // Drain reads the server's database
 )
 
 // Drain waits until the server has finished the work behind what it acknowledged: the
-// search index, triage and outbound queues of the database at path are empty. It fails
-// after limit.
+// search index, triage and outbound queues of the database at path (a SQLite file or a
+// postgres:// URL) are empty. It fails after limit.
 func Drain(ctx context.Context, path string, limit time.Duration) error {
-	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	driver, dsn := "sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000"
+	if strings.HasPrefix(path, "postgres://") {
+		driver, dsn = "pgx", path
+	}
+	conn, err := sql.Open(driver, dsn)
 	if err != nil {
 		return err
 	}
@@ -65,26 +71,58 @@ func UsageOf(pid int) (Usage, error) {
 
 // cpuTime is the CPU time (user and system) a process has used so far.
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The fields after the command name (which may hold spaces), from the state on.
+	return ticks(f[11:13]), nil // utime, stime
+}
+
+// statFields are /proc/PID/stat's fields after the command name (which may hold spaces),
+// from the state on: f[1] is the parent, f[11:15] utime, stime, cutime, cstime.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("benchkit: short /proc/%d/stat", pid)
+	if len(f) < 15 {
+		return nil, fmt.Errorf("benchkit: short /proc/%d/stat", pid)
 	}
-	var ticks int64
-	for _, v := range f[11:13] { // utime, stime
-		n, err := strconv.ParseInt(v, 10, 64)
+	return f, nil
+}
+
+// ticks adds up clock-tick fields: Linux reports ticks of 1/100 s (USER_HZ) on every
+// architecture Go runs on.
+func ticks(fields []string) time.Duration {
+	var n int64
+	for _, v := range fields {
+		t, _ := strconv.ParseInt(v, 10, 64)
+		n += t
+	}
+	return time.Duration(n) * 10 * time.Millisecond
+}
+
+// TreeCPU is the CPU time (user and system) of a process, of its children that still run
+// and of those it has waited for: a PostgreSQL cluster's postmaster and its backends.
+func TreeCPU(pid int) (time.Duration, error) {
+	own, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	total := ticks(own[11:15]) // utime, stime, cutime, cstime
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		child, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		if err != nil {
-			return 0, err
+			continue
 		}
-		ticks += n
+		if f, err := statFields(child); err == nil && f[1] == strconv.Itoa(pid) {
+			total += ticks(f[11:13])
+		}
 	}
-	// Linux reports clock ticks of 1/100 s (USER_HZ) on every architecture Go runs on.
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	return total, nil
 }
 
 // LoadAvg is the machine's load average over 1, 5 and 15 minutes ("?" if unknown): beside

@@ -32,11 +32,18 @@ var (
 // server, extra appended to its arguments; key is the API key to use when the server
 // prints none (an existing database). Its log is dir/server.log.
 func StartServer(bin, dir, dns, key string, extra []string) (*Server, error) {
+	return StartServerOn(bin, dir, filepath.Join(dir, "bench.db"), dns, key, extra)
+}
+
+// StartServerOn is StartServer on the database db (a file or a postgres:// URL); several
+// processes on one PostgreSQL database each get a dir of their own for their log and
+// --data-dir.
+func StartServerOn(bin, dir, db, dns, key string, extra []string) (*Server, error) {
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--db", filepath.Join(dir, "bench.db"), "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
+	args := append([]string{"serve", "--db", db, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
 		"--domain", "inboxd.test", "--dns", dns}, extra...)
 	cmd := exec.Command(bin, args...)
 	DieWithParent(cmd)
