@@ -108,7 +108,7 @@ func scanIndexDoc(r pgx.CollectableRow) (db.IndexDoc, error) {
 		&d.TriagePending); err != nil {
 		return d, err
 	}
-	d.To = append(parseList(to), parseList(cc)...)
+	d.To = append(db.DecodeList(to), db.DecodeList(cc)...)
 	d.Category, d.NeedsReply, d.Urgency = deref(cat), deref(rep), deref(urg)
 	if len(d.Attachments) == 0 {
 		d.Attachments = nil

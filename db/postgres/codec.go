@@ -10,24 +10,8 @@ import (
 	json "github.com/segmentio/encoding/json"
 )
 
-// The encodings of the schema's text columns: lists as JSON arrays, verdicts and the
-// delivery record as JSON objects, NULL for absent.
-
-// jsonList encodes a list; nil is the empty list.
-func jsonList(v []string) string {
-	if v == nil {
-		v = []string{}
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// parseList decodes a list; anything but a JSON array of strings is the empty list.
-func parseList(s string) []string {
-	out := []string{}
-	_ = json.Unmarshal([]byte(s), &out)
-	return out
-}
+// The encodings of the schema's text columns: lists as JSON arrays (db.EncodeList),
+// verdicts and the delivery record as JSON objects, NULL for absent.
 
 // jsonText encodes v for a nullable JSON column: nil stays NULL.
 func jsonText(v any) *string {

@@ -42,7 +42,7 @@ func scanSummary(row rowScanner, extra ...any) (*db.Message, error) {
 		return nil, err
 	}
 	m.Timestamp = fromMillis(ts)
-	m.To = parseList(to)
+	m.To = db.DecodeList(to)
 	if m.Labels == nil {
 		m.Labels = []string{}
 	}
@@ -79,7 +79,7 @@ func (b *bodyFields) dest(m *db.Message) []any {
 }
 
 func (b *bodyFields) apply(m *db.Message) {
-	m.Cc, m.Bcc, m.ReplyTo, m.References = parseList(b.cc), parseList(b.bcc), parseList(b.replyTo), parseList(b.refs)
+	m.Cc, m.Bcc, m.ReplyTo, m.References = db.DecodeList(b.cc), db.DecodeList(b.bcc), db.DecodeList(b.replyTo), db.DecodeList(b.refs)
 }
 
 // scanFull scans summaryColumns and bodyColumns (it takes no extra columns: it has the

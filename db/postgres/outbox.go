@@ -50,7 +50,7 @@ func (s *Store) Outbox(ctx context.Context, f db.OutboxFilter) ([]db.OutboxItem,
 			if err := r.Scan(&row, &it.MessageID, &it.InboxID, &it.From, &to, &cc, &bcc, &it.Subject, &delivery, &ts); err != nil {
 				return it, err
 			}
-			it.To, it.Cc, it.Bcc, it.CreatedAt = parseList(to), parseList(cc), parseList(bcc), fromMillis(ts)
+			it.To, it.Cc, it.Bcc, it.CreatedAt = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(bcc), fromMillis(ts)
 			if delivery != nil {
 				it.Delivery = new(db.Delivery)
 				if err := parseJSON(delivery, it.Delivery); err != nil {

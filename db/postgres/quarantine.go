@@ -95,7 +95,7 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessa
 			return err
 		}
 		m.Timestamp = fromMillis(ts).Time
-		m.To, m.Cc, m.ReplyTo = parseList(to), parseList(cc), parseList(replyTo)
+		m.To, m.Cc, m.ReplyTo = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(replyTo)
 		if m.Labels == nil {
 			m.Labels = []string{}
 		}

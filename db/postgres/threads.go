@@ -56,7 +56,7 @@ func listOrEmpty(s *string) []string {
 	if s == nil {
 		return []string{}
 	}
-	return parseList(*s)
+	return db.DecodeList(*s)
 }
 
 // optTime is a nullable time column.

@@ -132,8 +132,8 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool) (d
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
 		RETURNING id`,
 		newRowUUID(), n.InboxID, thread.Row, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
-		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
-		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.Quarantined(),
+		db.EncodeList(n.To), db.EncodeList(n.Cc), db.EncodeList(n.Bcc), db.EncodeList(n.ReplyTo), n.Subject, n.Preview,
+		n.InReplyTo, db.EncodeList(n.References), len(n.Attachments), n.Quarantined(),
 		triage, cat, reply, urg, p.protection, delivery, bodySize(n.Text, n.HTML), n.Text, n.HTML).Scan(&rowID)
 	if err != nil {
 		return db.Stored{}, err
@@ -232,7 +232,7 @@ func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db
 		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
 		WHERE id = $11 AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, hasLabel(n.Labels, db.LabelTrash), n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(n.Labels)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(labelSet(n.Labels)), threadRow)
 }
 
 func hasLabel(labels []string, l string) bool {
@@ -286,16 +286,16 @@ func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) erro
 		received = newest(received)
 	}
 	var l db.Participants
-	for _, a := range parseList(*senders) {
+	for _, a := range db.DecodeList(*senders) {
 		l.Add(a, nil, nil)
 	}
-	l.Add("", parseList(*recipients), nil)
+	l.Add("", db.DecodeList(*recipients), nil)
 	l.Add(n.From, n.To, n.Cc)
 	_, err = w.exec(`UPDATE threads SET last_message = $1, last_ts = $2, message_count = message_count + 1,
 		attachment_count = attachment_count + $3, received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7,
 		senders = $8, recipients = $9, labels = $10 WHERE id = $11`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(labelSet(parseList(*labels), n.Labels)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(labelSet(db.DecodeList(*labels), n.Labels)), threadRow)
 	return err
 }
 
@@ -343,7 +343,7 @@ func (w *wtx) keepThreadLists(threadID int64) error {
 			rows.Close()
 			return err
 		}
-		l.Add(from, parseList(to), parseList(cc))
+		l.Add(from, db.DecodeList(to), db.DecodeList(cc))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -351,7 +351,7 @@ func (w *wtx) keepThreadLists(threadID int64) error {
 	}
 	_, err = w.exec(`UPDATE threads SET senders = $1, recipients = $2, labels = (SELECT COALESCE(json_agg(label ORDER BY label), '[]')::text
 		FROM (SELECT DISTINCT l.label FROM message_labels l JOIN messages m ON m.id = l.message_id WHERE m.thread_id = $3) d)
-		WHERE id = $3`, jsonList(l.Senders), jsonList(l.Recipients), threadID)
+		WHERE id = $3`, db.EncodeList(l.Senders), db.EncodeList(l.Recipients), threadID)
 	return err
 }
 

@@ -45,7 +45,7 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &signals); err != nil {
 			return nil, err
 		}
-		j.To, j.Cc, j.ReceivedAt = parseList(to), parseList(cc), fromMillis(ts).Time
+		j.To, j.Cc, j.ReceivedAt = db.DecodeList(to), db.DecodeList(cc), fromMillis(ts).Time
 		if err := json.Unmarshal([]byte(signals), &j.Signals); err != nil {
 			return nil, fmt.Errorf("db: triage signals of message %d: %w", j.MessageRow, err)
 		}

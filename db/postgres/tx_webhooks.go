@@ -41,7 +41,7 @@ func webhookArgs(w *db.Webhook) []any {
 		rows = []int64{}
 	}
 	b, _ := json.Marshal(rows)
-	return []any{w.AccountID, w.URL, jsonList(w.EventTypes), jsonList(w.InboxIDs), string(b), w.Description, w.Enabled, w.Secret,
+	return []any{w.AccountID, w.URL, db.EncodeList(w.EventTypes), db.EncodeList(w.InboxIDs), string(b), w.Description, w.Enabled, w.Secret,
 		millis(w.CreatedAt.Time), millis(w.UpdatedAt.Time)}
 }
 

@@ -183,7 +183,7 @@ func queryIndexDocs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]d
 			rows.Close()
 			return nil, err
 		}
-		d.To = append(parseList(to), parseList(cc)...)
+		d.To = append(db.DecodeList(to), db.DecodeList(cc)...)
 		d.Category, d.NeedsReply, d.Urgency = cat.String, rep.String, urg.String
 		if attachmentRows > 0 {
 			at[d.ID] = len(out)

@@ -35,7 +35,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?, senders = ?, recipients = ?, labels = ?
 		WHERE id = ? AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, trashed, n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(l.labels), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(l.labels), threadRow)
 	if err != nil {
 		return err
 	}
@@ -69,19 +69,19 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 		received = sql.NullInt64{Int64: max(ts, received.Int64), Valid: true}
 	}
 	l := threadLists{}
-	for _, a := range parseList(senders.String) {
+	for _, a := range db.DecodeList(senders.String) {
 		l.Add(a, nil, nil)
 	}
-	l.Add("", parseList(recipients.String), nil)
+	l.Add("", db.DecodeList(recipients.String), nil)
 	l.Add(n.From, n.To, n.Cc)
 	set := map[string]bool{}
-	for _, lb := range append(parseList(labels.String), n.Labels...) {
+	for _, lb := range append(db.DecodeList(labels.String), n.Labels...) {
 		set[lb] = true
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = message_count + 1,
 		attachment_count = attachment_count + ?, received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?,
 		senders = ?, recipients = ?, labels = ? WHERE id = ?`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(sortedKeys(set)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(sortedKeys(set)), threadRow)
 	return err
 }

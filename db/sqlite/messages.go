@@ -88,8 +88,8 @@ func writeMessage(ctx context.Context, tx *sql.Tx, n *db.NewMessage, p *packedMe
 		quarantined, triage_z, tri_category, tri_reply, tri_urgency, protection_z, delivery, body_size, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		newRowUUID(), n.InboxID, thread.Row, n.MessageID, n.Direction, millis(n.Timestamp), n.From,
-		jsonList(n.To), jsonList(n.Cc), jsonList(n.Bcc), jsonList(n.ReplyTo), n.Subject, n.Preview,
-		n.InReplyTo, jsonList(n.References), len(n.Attachments), n.Quarantined(),
+		db.EncodeList(n.To), db.EncodeList(n.Cc), db.EncodeList(n.Bcc), db.EncodeList(n.ReplyTo), n.Subject, n.Preview,
+		n.InReplyTo, db.EncodeList(n.References), len(n.Attachments), n.Quarantined(),
 		triage, cat, reply, urg, p.protection, delivJSON, bodySize(n.Text, n.HTML), p.body)
 	if err != nil {
 		return db.Stored{}, err
@@ -244,7 +244,7 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 			rows.Close()
 			return err
 		}
-		l.Add(from, parseList(to), parseList(cc))
+		l.Add(from, db.DecodeList(to), db.DecodeList(cc))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -268,7 +268,7 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, "UPDATE threads SET senders = ?, recipients = ?, labels = ? WHERE id = ?",
-		jsonList(l.Senders), jsonList(l.Recipients), jsonList(l.labels), threadID)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(l.labels), threadID)
 	return err
 }
 
@@ -294,20 +294,6 @@ func triageFilterColumns(t *db.Triage) (cat, reply, urg sql.NullString) {
 func jsonText(v any) sql.NullString {
 	b, _ := json.Marshal(v)
 	return sql.NullString{String: string(b), Valid: true}
-}
-
-func jsonList(v []string) string {
-	if v == nil {
-		v = []string{}
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func parseList(s string) []string {
-	out := []string{}
-	_ = json.Unmarshal([]byte(s), &out)
-	return out
 }
 
 func placeholders(n int) string {
@@ -359,8 +345,8 @@ func scanSummary(row interface{ Scan(...any) error }, extra ...any) (*db.Message
 		return nil, err
 	}
 	m.Timestamp = fromMillis(ts)
-	m.To = parseList(to)
-	m.Labels = parseList(labels)
+	m.To = db.DecodeList(to)
+	m.Labels = db.DecodeList(labels)
 	m.Attachments = []db.AttachmentSummary{}
 	if triage.Valid {
 		m.Triage = new(db.Triage)
@@ -556,7 +542,7 @@ func (b *bodyFields) dest(m *db.Message) []any {
 }
 
 func (b *bodyFields) apply(m *db.Message) error {
-	m.Cc, m.Bcc, m.ReplyTo, m.References = parseList(b.cc), parseList(b.bcc), parseList(b.replyTo), parseList(b.refs)
+	m.Cc, m.Bcc, m.ReplyTo, m.References = db.DecodeList(b.cc), db.DecodeList(b.bcc), db.DecodeList(b.replyTo), db.DecodeList(b.refs)
 	var err error
 	m.BodyText, m.BodyHTML, _, err = unpackBody(b.body, false)
 	return err

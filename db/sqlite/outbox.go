@@ -56,7 +56,7 @@ func (s *Store) Outbox(ctx context.Context, f db.OutboxFilter) ([]db.OutboxItem,
 				rows.Close()
 				return err
 			}
-			it.To, it.Cc, it.Bcc, it.CreatedAt = parseList(to), parseList(cc), parseList(bcc), fromMillis(ts)
+			it.To, it.Cc, it.Bcc, it.CreatedAt = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(bcc), fromMillis(ts)
 			if delivery.Valid {
 				it.Delivery = new(db.Delivery)
 				if err := json.Unmarshal([]byte(delivery.String), it.Delivery); err != nil {

@@ -124,7 +124,7 @@ func (s *Store) ReviewMessage(ctx context.Context, uuid string) (*db.ReviewMessa
 			return err
 		}
 		m.Timestamp = fromMillis(ts).Time
-		m.To, m.Cc, m.ReplyTo = parseList(to), parseList(cc), parseList(replyTo)
+		m.To, m.Cc, m.ReplyTo = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(replyTo)
 		if err := json.Unmarshal([]byte(prot.String), &m.Protection); err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ func scanThread(row interface{ Scan(...any) error }) (*threadRow, error) {
 	}
 	if senders.Valid && recipients.Valid && labels.Valid {
 		t.kept = true
-		t.Senders, t.Recipients, t.Labels = parseList(senders.String), parseList(recipients.String), parseList(labels.String)
+		t.Senders, t.Recipients, t.Labels = db.DecodeList(senders.String), db.DecodeList(recipients.String), db.DecodeList(labels.String)
 	}
 	ts := fromMillis(t.lastTS)
 	t.Timestamp = &ts
@@ -173,7 +173,7 @@ func fillThreads(ctx context.Context, tx *sql.Tx, ts []*threadRow) error {
 			seenFrom[id][from] = true
 			t.Senders = append(t.Senders, from)
 		}
-		for _, a := range append(parseList(to), parseList(cc)...) {
+		for _, a := range append(db.DecodeList(to), db.DecodeList(cc)...) {
 			if !seenTo[id][a] {
 				seenTo[id][a] = true
 				t.Recipients = append(t.Recipients, a)

@@ -1,0 +1,22 @@
+package db
+
+import "encoding/json"
+
+// Both stores keep a list of addresses, references or labels in one text column as a JSON
+// array: EncodeList and DecodeList are that encoding's one home.
+
+// EncodeList encodes a list as a JSON array; nil is the empty list.
+func EncodeList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// DecodeList decodes a JSON array of strings; anything else is the empty list.
+func DecodeList(s string) []string {
+	out := []string{}
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
