@@ -81,15 +81,41 @@ func StoreMessage(tx Tx, p Prepared) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	withTriage, err := chargeTriage(tx, m)
-	if err != nil {
-		return Stored{}, err
-	}
-	st, err := tx.WriteMessage(p, thread, withTriage)
+	st, err := writeCharged(tx, p, thread)
 	if err != nil {
 		return Stored{}, err
 	}
 	return st, recordArrival(tx, m, st.RowID)
+}
+
+// LateCharger is a Tx that spends a message's triage unit itself as it writes the
+// message, as late in the unit as it can: the row the unit is counted on is then held for
+// less of the unit, where concurrent units of one account queue on it (a store whose
+// units run one at a time gains nothing, and need not be one).
+type LateCharger interface {
+	// WriteMessageCharged is WriteMessage for a message whose triage costs a unit of a:
+	// the message keeps its triage when the unit is spent, and is written with none
+	// (withTriage false) when a's limit is reached, all in the unit. A refusal is not an
+	// error.
+	WriteMessageCharged(p Prepared, thread ThreadRef, a Allowance) (Stored, error)
+}
+
+// writeCharged writes a new message into thread, spending its triage unit first
+// (chargeTriage), or as it writes when the store is a LateCharger.
+func writeCharged(tx Tx, p Prepared, thread ThreadRef) (Stored, error) {
+	m := p.Message()
+	if lc, ok := tx.(LateCharger); ok && m.ChargeTriage {
+		a, err := triageAllowance(tx, m)
+		if err != nil {
+			return Stored{}, err
+		}
+		return lc.WriteMessageCharged(p, thread, a)
+	}
+	withTriage, err := chargeTriage(tx, m)
+	if err != nil {
+		return Stored{}, err
+	}
+	return tx.WriteMessage(p, thread, withTriage)
 }
 
 func existed(st *Stored) Stored {
@@ -101,17 +127,27 @@ func existed(st *Stored) Stored {
 	return out
 }
 
+// triageAllowance is the allowance a message's triage unit is spent from: its account's,
+// in the period of its arrival.
+func triageAllowance(tx Tx, m *NewMessage) (Allowance, error) {
+	account, err := tx.InboxAccount(m.InboxID)
+	if err != nil {
+		return Allowance{}, err
+	}
+	return AllowanceOf(tx, account, FeatureTriage, m.Timestamp)
+}
+
 // chargeTriage spends the triage unit of a message analyzed before it is stored; it
 // reports whether the message keeps its triage.
 func chargeTriage(tx Tx, m *NewMessage) (bool, error) {
 	if !m.ChargeTriage {
 		return true, nil
 	}
-	account, err := tx.InboxAccount(m.InboxID)
+	a, err := triageAllowance(tx, m)
 	if err != nil {
 		return false, err
 	}
-	err = Charge(tx, account, FeatureTriage, m.Timestamp)
+	err = a.spend(tx)
 	if IsCode(err, ECodeBillingLimit) {
 		return false, nil
 	}

@@ -112,6 +112,85 @@ func TestBillingLimitHoldsAcrossProcesses(t *testing.T) {
 	qt.Assert(t, granted(t, errs, db.ECodeBillingLimit), qt.Equals, 1)
 }
 
+// An account's triage allowance holds across processes when mail analyzed before it is
+// stored arrives on two processes at once while the triage worker charges claims of the
+// same account: with seven units left, exactly seven of the charges are spent (the
+// messages that kept their triage plus the worker's charges that passed), the rest are
+// refused (a message stored with no triage, a worker charge billing_limit), and the usage
+// report counts the allowance exactly, never over it.
+func TestTriageAllowanceHoldsUnderConcurrentIngest(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
+	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	free, _ := db.PlanByID("free")
+	limit := db.IncludedUnits(free, db.FeatureTriage)
+	qt.Assert(t, c.stores[0].SetUsage(ctx, "bee", db.FeatureTriage, limit-7), qt.IsNil)
+
+	const deliveries, charges = 16, 8
+	errs := c.each(deliveries+charges, func(i int, st *postgres.Store) error {
+		if i >= deliveries {
+			return st.Update(ctx, func(tx db.Tx) error { return db.Charge(tx, "bee", db.FeatureTriage, tx.Now()) })
+		}
+		m := received(in, fmt.Sprintf("<pre%d@far.test>", i))
+		m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
+		_, err := db.Deliver(ctx, st, []db.NewMessage{m})
+		return err
+	})
+	kept := 0
+	for i := range deliveries {
+		qt.Assert(t, errs[i], qt.IsNil)
+		m, err := c.stores[i%2].GetMessage(ctx, in.ID, fmt.Sprintf("<pre%d@far.test>", i))
+		qt.Assert(t, err, qt.IsNil)
+		if m.Triage != nil {
+			qt.Assert(t, m.Triage.Status, qt.Equals, db.TriageComplete)
+			kept++
+		}
+	}
+	qt.Assert(t, kept+granted(t, errs[deliveries:], db.ECodeBillingLimit), qt.Equals, 7)
+	qt.Assert(t, triageUsed(t, c.stores[1], "bee"), qt.Equals, limit)
+}
+
+// Mail analyzed before it is stored, arriving on two processes at once on an account far
+// from its limit, is charged one triage unit a message, each kept.
+func TestTriageUsageIsExactAfterConcurrentIngest(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
+	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	const n = 24
+	errs := c.each(n, func(i int, st *postgres.Store) error {
+		// Replies to one thread as well as new threads: a reply charges after its thread's lock.
+		m := received(in, fmt.Sprintf("<m%d@far.test>", i))
+		if i%2 == 1 {
+			m.ThreadCandidates = []string{"<m0@far.test>"}
+		}
+		m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
+		_, err := db.Deliver(ctx, st, []db.NewMessage{m, received(c.inbox, fmt.Sprintf("<m%d@far.test>", i))})
+		return err
+	})
+	for _, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+	}
+	qt.Assert(t, triageUsed(t, c.stores[0], "bee"), qt.Equals, int64(n))
+}
+
+// triageUsed is the triage units an account spent this period, as its usage report says.
+func triageUsed(t *testing.T, st *postgres.Store, account string) int64 {
+	t.Helper()
+	u, err := st.GetUsage(context.Background(), account)
+	qt.Assert(t, err, qt.IsNil)
+	for _, f := range u.Features {
+		if f.Feature == db.FeatureTriage {
+			return f.Used
+		}
+	}
+	t.Fatalf("no triage in the usage of %s", account)
+	return 0
+}
+
 // granted counts the nil errors of errs; every other must carry code.
 func granted(t *testing.T, errs []error, code string) int {
 	t.Helper()

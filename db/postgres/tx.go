@@ -27,13 +27,14 @@ func accountPlan(ctx context.Context, q querier, accountID string) (string, erro
 	return plan, err
 }
 
-// UsedUnits locks the account: the billing check that reads it holds until the commit.
+// UsedUnits locks the feature's usage row of the period (made at 0 when there is none)
+// and reads it: every charge of the row checks and spends under that lock, held to the
+// commit, whether through db.Charge or as a message is written (WriteMessageCharged). The
+// row, not the account's, so that the charges of one account queue only on each other.
 func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
-	if err := u.lockAccount(accountID); err != nil {
-		return 0, err
-	}
 	var used int64
-	err := u.queryRow("SELECT COALESCE((SELECT used FROM usage WHERE account_id = $1 AND period = $2 AND feature = $3), 0)",
+	err := u.queryRow(`INSERT INTO usage(account_id, period, feature, used) VALUES ($1, $2, $3, 0)
+		ON CONFLICT (account_id, period, feature) DO UPDATE SET used = usage.used RETURNING used`,
 		accountID, period, feature).Scan(&used)
 	return used, err
 }

@@ -20,8 +20,10 @@ import (
 // the send rate limit, inbox, key and webhook limits) hold across processes because the
 // Tx method each check reads through first locks the row that serializes the checkers
 // (FOR NO KEY UPDATE, held to the commit, and each later statement sees what committed
-// before it got the lock): the account row for the account's limits and billing
-// (lockAccount), the inbox row for the send rate (lockInbox). What must be unique is
+// before it got the lock): the account row for the account's inbox, key and webhook limits
+// (lockAccount), the inbox row for the send rate (lockInbox), and for billing the usage
+// row the units are counted on (UsedUnits; a message's triage unit is checked and spent in
+// one statement on it, late in the unit: queueTriageCharge). What must be unique is
 // backed by a unique constraint (idempotency keys, Message-IDs of an inbox, addresses):
 // when two processes race, the second fails on it, and the unit runs again and finds the
 // first's row. Conflicts (a unique violation, a deadlock, a serialization failure) run the
