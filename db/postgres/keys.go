@@ -168,7 +168,7 @@ func (s *Store) RevokeKey(ctx context.Context, keyID string) (*db.KeyInfo, error
 		if _, err := w.exec("UPDATE keys SET revoked_at = COALESCE(revoked_at, $1) WHERE substr(hash, 1, 8) = $2", millis(w.now), prefix); err != nil {
 			return err
 		}
-		out, err = queryKeyInfo(w.ctx, w.tx, keyInfoQuery+" WHERE substr(k.hash, 1, 8) = $1", prefix)
+		out, err = queryKeyInfo(w.ctx, w.q(), keyInfoQuery+" WHERE substr(k.hash, 1, 8) = $1", prefix)
 		return err
 	})
 	if err != nil {

@@ -119,7 +119,12 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 		return row.Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	})
 	w.queueNotify(b, chanEvents)
-	return a, w.send(b)
+	hooks := w.queueEnabledWebhooks(b, e.MessageRow)
+	if err := w.send(b); err != nil {
+		return db.AppendedEvent{}, err
+	}
+	w.hooks = &prefetched{accountID: a.AccountID, hooks: *hooks}
+	return a, nil
 }
 
 // notify sends a notification on channel when w commits, once per transaction.

@@ -308,7 +308,7 @@ func (s *Store) ClaimRelay(ctx context.Context) (*db.OutboundJob, error) {
 		if err != nil {
 			return err
 		}
-		if j.Raw, err = rawOf(w.ctx, w.tx, j.MessageRow); err != nil {
+		if j.Raw, err = rawOf(w.ctx, w.q(), j.MessageRow); err != nil {
 			return err
 		}
 		j.CreatedAt = fromMillis(created).Time

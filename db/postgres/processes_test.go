@@ -41,6 +41,16 @@ func newCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
+// freeAccount makes the account "bee" on the free plan, and its inbox.
+func (c *cluster) freeAccount(t *testing.T) *db.Inbox {
+	t.Helper()
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
+	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	return in
+}
+
 // each runs fn n times at once, spread over the stores, and returns the errors.
 func (c *cluster) each(n int, fn func(i int, st *postgres.Store) error) []error {
 	errs := make([]error, n)
@@ -100,9 +110,7 @@ func TestSendRateHoldsAcrossProcesses(t *testing.T) {
 func TestBillingLimitHoldsAcrossProcesses(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx := context.Background()
-	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
-	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
-	qt.Assert(t, err, qt.IsNil)
+	in := c.freeAccount(t)
 	free, _ := db.PlanByID("free")
 	qt.Assert(t, c.stores[0].SetUsage(ctx, "bee", db.FeatureSends, db.IncludedUnits(free, db.FeatureSends)-1), qt.IsNil)
 	errs := c.each(10, func(i int, st *postgres.Store) error {
@@ -121,9 +129,7 @@ func TestBillingLimitHoldsAcrossProcesses(t *testing.T) {
 func TestTriageAllowanceHoldsUnderConcurrentIngest(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx := context.Background()
-	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
-	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
-	qt.Assert(t, err, qt.IsNil)
+	in := c.freeAccount(t)
 	free, _ := db.PlanByID("free")
 	limit := db.IncludedUnits(free, db.FeatureTriage)
 	qt.Assert(t, c.stores[0].SetUsage(ctx, "bee", db.FeatureTriage, limit-7), qt.IsNil)
@@ -157,9 +163,7 @@ func TestTriageAllowanceHoldsUnderConcurrentIngest(t *testing.T) {
 func TestTriageUsageIsExactAfterConcurrentIngest(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx := context.Background()
-	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "bee", Plan: "free"}, nil), qt.IsNil)
-	in, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "bee", Address: "bee@x.test", DefaultDomain: "x.test"})
-	qt.Assert(t, err, qt.IsNil)
+	in := c.freeAccount(t)
 	const n = 24
 	errs := c.each(n, func(i int, st *postgres.Store) error {
 		// Replies to one thread as well as new threads: a reply charges after its thread's lock.

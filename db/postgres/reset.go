@@ -29,7 +29,7 @@ var resetKept = map[string]bool{"settings": true, "operators": true, "audit_log"
 	"change_readers": true, "log_heads": true, "schema_migrations": true}
 
 // dataTables returns the tables a reset restores, and how many copies exist.
-func dataTables(ctx context.Context, tx pgx.Tx) (tables []string, snapshots int, err error) {
+func dataTables(ctx context.Context, tx querier) (tables []string, snapshots int, err error) {
 	rows, err := tx.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
 	if err != nil {
 		return nil, 0, err
@@ -52,7 +52,7 @@ func dataTables(ctx context.Context, tx pgx.Tx) (tables []string, snapshots int,
 // SnapshotForReset copies every data table.
 func (s *Store) SnapshotForReset(ctx context.Context) error {
 	return s.write(ctx, func(w *wtx) error {
-		tables, _, err := dataTables(w.ctx, w.tx)
+		tables, _, err := dataTables(w.ctx, w.q())
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (s *Store) SnapshotForReset(ctx context.Context) error {
 // Errors: not_found (no snapshot).
 func (s *Store) ResetToSnapshot(ctx context.Context) error {
 	return s.write(ctx, func(w *wtx) error {
-		tables, snapshots, err := dataTables(w.ctx, w.tx)
+		tables, snapshots, err := dataTables(w.ctx, w.q())
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // serializes the checkers first (unit.go).
 
 func (u *unit) AccountPlan(accountID string) (string, error) {
-	return accountPlan(u.ctx, u.tx, accountID)
+	return accountPlan(u.ctx, u.q(), accountID)
 }
 
 // accountPlan returns the plan of an account. Errors: not_found.
@@ -191,7 +191,7 @@ func (u *unit) AttachDomain(domain, accountID string) error {
 	return err
 }
 
-func (u *unit) KeyOwner(token string) (string, error) { return keyOwner(u.ctx, u.tx, token) }
+func (u *unit) KeyOwner(token string) (string, error) { return keyOwner(u.ctx, u.q(), token) }
 
 func (u *unit) LiveInboxOf(accountID, address string) (int64, bool, error) {
 	var id int64

@@ -153,15 +153,14 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 	}
 	// A thread this transaction made is seen by no other, so it settles in the same round
 	// trip; a thread others may touch is locked before the log (log.go: the log lock comes
-	// last).
+	// last). The round trip that takes the log lock goes with the unit's next (its
+	// event's, or its commit): sendLater.
 	if w.fresh[thread.Row] {
 		delete(w.fresh, thread.Row)
 		w.queueSettleThread(b, thread.Row, rowID, n)
 		queueTriageCharge(b, charge, rowID)
 		w.queueIndex(b, "m.id = $1", rowID)
-		if err := w.send(b); err != nil {
-			return db.Stored{}, err
-		}
+		w.sendLater(b)
 	} else {
 		if err := w.send(b); err != nil {
 			return db.Stored{}, err
@@ -172,9 +171,7 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 		b = &pgx.Batch{}
 		queueTriageCharge(b, charge, rowID)
 		w.queueIndex(b, "m.id = $1", rowID)
-		if err := w.send(b); err != nil {
-			return db.Stored{}, err
-		}
+		w.sendLater(b)
 	}
 	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil
 }

@@ -52,6 +52,8 @@ type wtx struct {
 	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
+	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
+	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
 }
 
 // write runs fn in a write transaction at READ COMMITTED, committed when fn returns nil,
@@ -87,7 +89,11 @@ func (s *Store) writeOnce(w *wtx, fn func(w *wtx) error) error {
 		return errBegin{err}
 	}
 	w.tx = tx
-	if err := runUnit(w, fn); err != nil {
+	err = runUnit(w, fn)
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
 		tx.Rollback(w.ctx)
 		return err
 	}
@@ -161,27 +167,84 @@ func retryPause(attempt int) time.Duration {
 	return base/2 + time.Duration(rand.Int64N(int64(base)))
 }
 
-// exec runs a statement of w.
+// exec runs a statement of w, after those sent later (sendLater).
 func (w *wtx) exec(sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := w.flush(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	return w.tx.Exec(w.ctx, sql, args...)
 }
 
-// queryRow runs a query of one row of w.
-func (w *wtx) queryRow(sql string, args ...any) pgx.Row { return w.tx.QueryRow(w.ctx, sql, args...) }
+// queryRow runs a query of one row of w, after the statements sent later (sendLater).
+func (w *wtx) queryRow(sql string, args ...any) pgx.Row {
+	if err := w.flush(); err != nil {
+		return errRow{err}
+	}
+	return w.tx.QueryRow(w.ctx, sql, args...)
+}
 
-// query runs a query of w.
+// errRow is a row whose query was not run: its Scan returns why.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// query runs a query of w, after the statements sent later (sendLater).
 func (w *wtx) query(sql string, args ...any) (pgx.Rows, error) {
+	if err := w.flush(); err != nil {
+		return nil, err
+	}
 	return w.tx.Query(w.ctx, sql, args...)
 }
 
+// q is w as a querier, for the functions that also read outside units of work.
+func (w *wtx) q() querier { return unitQuerier{w} }
+
+type unitQuerier struct{ w *wtx }
+
+func (q unitQuerier) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return q.w.exec(sql, args...)
+}
+
+func (q unitQuerier) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return q.w.query(sql, args...)
+}
+
+func (q unitQuerier) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	return q.w.queryRow(sql, args...)
+}
+
 // send runs the statements queued in b in one round trip, in order, with their callbacks,
-// and returns the first error. A round trip costs more than most statements of a unit, so
-// the statements that depend on no answer go together.
+// after those sent later (sendLater), and returns the first error. A round trip costs more
+// than most statements of a unit, so the statements that depend on no answer go together.
 func (w *wtx) send(b *pgx.Batch) error {
+	if w.later != nil {
+		b = &pgx.Batch{QueuedQueries: append(w.later.QueuedQueries, b.QueuedQueries...)}
+		w.later = nil
+	}
 	if b.Len() == 0 {
 		return nil
 	}
 	return w.tx.SendBatch(w.ctx, b).Close()
+}
+
+// sendLater sends the statements of b (with no callbacks: nothing reads their results)
+// in the unit's next round trip, ahead of its statements, or before the commit. The tail
+// of a delivery, the log lock and the appends to the logs, goes so in the round trip of
+// the unit's next appends, or of its commit: every unit queues on the log lock (log.go),
+// and a round trip fewer between the lock and the commit is a shorter queue.
+func (w *wtx) sendLater(b *pgx.Batch) {
+	if w.later == nil {
+		w.later = &pgx.Batch{}
+	}
+	w.later.QueuedQueries = append(w.later.QueuedQueries, b.QueuedQueries...)
+}
+
+// flush sends the statements sendLater holds back, if any.
+func (w *wtx) flush() error {
+	if w.later == nil {
+		return nil
+	}
+	return w.send(&pgx.Batch{})
 }
 
 // lockAccount locks an account's row for the rest of the transaction: the unit is then
@@ -236,10 +299,14 @@ func (w *wtx) isolated(fn func() error) error {
 	}
 	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
 	ferr := fn()
+	if ferr == nil {
+		ferr = w.flush() // what fn sent later is fn's: it fails fn, not the unit
+	}
 	if ferr != nil {
 		if conflict(ferr) {
 			w.conflict = true
 		}
+		w.later, w.hooks = nil, nil // fn's, undone
 		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
 			return storageError(err)
 		}

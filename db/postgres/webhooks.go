@@ -192,7 +192,7 @@ func (w *wtx) loadHookJobs(ids []int64, token string) ([]db.HookJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := eventsBySeq(w.ctx, w.tx, seqs)
+	events, err := eventsBySeq(w.ctx, w.q(), seqs)
 	if err != nil {
 		return nil, err
 	}
