@@ -282,7 +282,7 @@ func TestDatabaseRestartUnderLoadOnPostgres(t *testing.T) {
 	wg.Wait()
 	t.Logf("answers: %v", l.answers)
 	if t.Failed() {
-		t.Fatalf("process a:\n%s\nprocess b:\n%s", a.log, b.log)
+		t.Fatalf("process a:\n%s\nprocess b:\n%s", a.logText(), b.logText())
 	}
 	qt.Assert(t, l.answers["smtp: acknowledged"] > 0 && l.answers["send: acknowledged"] > 0, qt.IsTrue)
 
