@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -237,6 +239,95 @@ func (l *restartLoad) read(w int, stop <-chan struct{}) {
 	}
 }
 
+// streamFollower reads the event stream of one process as an EventSource does: when the
+// stream ends it connects again, resuming after the last event it got (Last-Event-ID).
+type streamFollower struct {
+	mu       sync.Mutex
+	received map[string]int // Message-ID -> email.received events carried
+}
+
+// follow reads p's stream of email.received events until ctx ends. An answer other than
+// 200 or a refusal fails the test.
+func (f *streamFollower) follow(ctx context.Context, t *testing.T, p *proc) {
+	last := ""
+	for ctx.Err() == nil {
+		req, err := apiRequest(p.api, crashKey, "GET", "/v1/events?types=email.received", nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		res, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err == nil && res.StatusCode != 200 {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if _, err := (apiAnswer{status: res.StatusCode, body: b}).refused(); err != nil {
+				t.Errorf("GET /v1/events: %v", err)
+				return
+			}
+		} else if err == nil {
+			last = f.read(res.Body, last)
+			res.Body.Close()
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+// read records the events of one connection and returns the id of the last.
+func (f *streamFollower) read(body io.Reader, last string) string {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<22)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			last = id
+		}
+		var ev receivedEvent
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil {
+			f.mu.Lock()
+			f.received[ev.Message.MessageID]++
+			f.mu.Unlock()
+		}
+	}
+	return last
+}
+
+// carried waits until the stream carried every one of ids, and checks each came once.
+func (f *streamFollower) carried(t *testing.T, p *proc, ids []string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		missing := 0
+		for _, id := range ids {
+			if f.received[id] == 0 {
+				missing++
+			}
+		}
+		f.mu.Unlock()
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream of %s never carried %d acknowledged messages", p.api, missing)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		qt.Check(t, f.received[id], qt.Equals, 1, qt.Commentf("the stream of %s carried %s %d times", p.api, id, f.received[id]))
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
 func closed(stop <-chan struct{}) bool {
 	select {
 	case <-stop:
@@ -266,6 +357,16 @@ func TestDatabaseRestartUnderLoadOnPostgres(t *testing.T) {
 	l := &restartLoad{t: t, client: &http.Client{Timeout: 15 * time.Second}, procs: []*proc{a, b},
 		sent: map[string]string{}, answers: map[string]int{}}
 
+	// A stream on each process, opened before the restart and followed across it.
+	ctx, cancel := context.WithCancel(context.Background())
+	var streams sync.WaitGroup
+	defer streams.Wait()
+	defer cancel()
+	followers := []*streamFollower{{received: map[string]int{}}, {received: map[string]int{}}}
+	for i, p := range l.procs {
+		streams.Go(func() { followers[i].follow(ctx, t, p) })
+	}
+
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w, p := range l.procs {
@@ -288,6 +389,9 @@ func TestDatabaseRestartUnderLoadOnPostgres(t *testing.T) {
 
 	servesAsBefore(t, l.procs)
 	checkAcknowledged(t, l)
+	for i, p := range l.procs {
+		followers[i].carried(t, p, l.ingested)
+	}
 }
 
 // servesAsBefore checks that each process answers as usual right after the restart,
