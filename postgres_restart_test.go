@@ -246,19 +246,17 @@ type streamFollower struct {
 	received map[string]int // Message-ID -> email.received events carried
 }
 
-// follow reads p's stream of email.received events until ctx ends. An answer other than
-// 200 or a refusal fails the test.
+// follow reads p's stream of email.received events from the start of the log until ctx
+// ends. An answer other than 200 or a refusal fails the test.
 func (f *streamFollower) follow(ctx context.Context, t *testing.T, p *proc) {
-	last := ""
+	last := "0"
 	for ctx.Err() == nil {
 		req, err := apiRequest(p.api, crashKey, "GET", "/v1/events?types=email.received", nil)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
-		}
+		req.Header.Set("Last-Event-ID", last)
 		res, err := http.DefaultClient.Do(req.WithContext(ctx))
 		if err == nil && res.StatusCode != 200 {
 			b, _ := io.ReadAll(res.Body)
@@ -275,19 +273,32 @@ func (f *streamFollower) follow(ctx context.Context, t *testing.T, p *proc) {
 	}
 }
 
-// read records the events of one connection and returns the id of the last.
+// read records the events of one connection and returns the id of the last. An event
+// counts, and its id becomes the one to resume after, only once its blank line has come,
+// as an EventSource dispatches it: a connection cut in the middle of an event resumes
+// before it.
 func (f *streamFollower) read(body io.Reader, last string) string {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<22)
+	id, data := "", ""
 	for sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			last = id
-		}
-		var ev receivedEvent
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil {
-			f.mu.Lock()
-			f.received[ev.Message.MessageID]++
-			f.mu.Unlock()
+		line := sc.Text()
+		switch {
+		case line == "":
+			var ev receivedEvent
+			if data != "" && json.Unmarshal([]byte(data), &ev) == nil {
+				f.mu.Lock()
+				f.received[ev.Message.MessageID]++
+				f.mu.Unlock()
+			}
+			if id != "" {
+				last = id
+			}
+			id, data = "", ""
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
 		}
 	}
 	return last
@@ -310,7 +321,15 @@ func (f *streamFollower) carried(t *testing.T, p *proc, ids []string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the stream of %s never carried %d acknowledged messages", p.api, missing)
+			f.mu.Lock()
+			var lost []string
+			for _, id := range ids {
+				if f.received[id] == 0 {
+					lost = append(lost, id)
+				}
+			}
+			f.mu.Unlock()
+			t.Fatalf("the stream of %s never carried %d acknowledged messages: %v", p.api, missing, lost)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
