@@ -26,14 +26,26 @@ type hookSink struct {
 	ids map[[2]string]map[string]bool // (inbox, Message-ID) -> webhook-ids of email.received
 }
 
-func newHookSink(t *testing.T) *hookSink {
+func newHookSink(t *testing.T) *hookSink { return newGatedHookSink(t, nil) }
+
+// newGatedHookSink is a hookSink that, when gate is not nil, asks it about each attempt
+// once the attempt's body has arrived whole: an attempt gate refuses is answered nothing
+// and not recorded (gate may hold it, to have a process killed in the middle of it).
+func newGatedHookSink(t *testing.T, gate func(r *http.Request) bool) *hookSink {
 	t.Helper()
 	h := &hookSink{ids: map[[2]string]map[string]bool{}}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ev receivedEvent
-		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = json.Unmarshal(body, &ev)
+		}
+		if err != nil {
 			// A kill cut the attempt short: the delivery is made again after the restart.
 			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if gate != nil && !gate(r) {
 			return
 		}
 		if ev.Type == "email.received" {

@@ -286,18 +286,9 @@ func (b *batch[T]) unanswered() {
 // fatal; a 5xx answer is a test failure: a dying server closes connections, it does not
 // answer 500.
 func (r *rig) call(p *proc, method, path string, body any, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, p.api+path, rd)
+	req, err := apiRequest(p.api, crashKey, method, path, body)
 	if err != nil {
 		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+crashKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := r.client.Do(req)
 	if err != nil {
@@ -317,6 +308,30 @@ func (r *rig) call(p *proc, method, path string, body any, out any) (int, error)
 		}
 	}
 	return res.StatusCode, nil
+}
+
+// apiRequest is a request to the API at base with key (none when "") and body as JSON
+// (none when nil).
+func apiRequest(base, key, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
 }
 
 // must is call for a server that is up: anything but the wanted status fails the test.

@@ -49,19 +49,8 @@ func migrateFixture(t *testing.T, dir, hook string) string {
 // call sends one request with key and returns the answer.
 func call(t *testing.T, base, key, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
+	req, err := apiRequest(base, key, method, path, body)
 	qt.Assert(t, err, qt.IsNil)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	res, err := http.DefaultClient.Do(req)
 	qt.Assert(t, err, qt.IsNil)
 	defer res.Body.Close()

@@ -29,7 +29,15 @@ type proc struct {
 	cmd  *exec.Cmd
 	api  string
 	smtp string
-	log  *bytes.Buffer
+	log  *bytes.Buffer // read it through logText while the process runs
+	logw *lockedWriter
+}
+
+// logText is what the process has logged so far.
+func (p *proc) logText() string {
+	p.logw.mu.Lock()
+	defer p.logw.mu.Unlock()
+	return p.log.String()
 }
 
 var (
@@ -43,7 +51,8 @@ func startInboxd(t *testing.T, bin string, args ...string) *proc {
 	cmd := exec.Command(bin, append([]string{"serve", "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0", "--domain", "inboxd.test",
 		"--dns", "off"}, args...)...)
 	p := &proc{cmd: cmd, log: &bytes.Buffer{}}
-	cmd.Stderr = &lockedWriter{w: p.log}
+	p.logw = &lockedWriter{w: p.log}
+	cmd.Stderr = p.logw
 	out, err := cmd.StdoutPipe()
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, cmd.Start(), qt.IsNil)

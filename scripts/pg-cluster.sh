@@ -5,6 +5,9 @@
 #
 #   scripts/pg-cluster.sh start DIR   creates DIR (mktemp -d when DIR is "-"), starts the
 #                                     cluster there and prints its postgres:// URL
+#   scripts/pg-cluster.sh restart DIR stops it as an operator's restart does (fast: open
+#                                     connections are cut, nothing committed is lost) and
+#                                     starts it again on the same port, same URL
 #   scripts/pg-cluster.sh stop DIR    stops it and removes DIR
 #
 # PostgreSQL refuses to run as root, and CI runs as root: then the cluster runs as the
@@ -14,7 +17,7 @@
 set -euo pipefail
 
 cmd=${1:-} dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|restart|stop DIR" >&2; exit 2; }
 
 # bin finds the newest installed PostgreSQL's programs.
 bin() {
@@ -35,6 +38,14 @@ as() {
   if [ -n "$user" ]; then runuser -u "$user" -- "$@"; else "$@"; fi
 }
 
+# launch starts the cluster in $dir on port $2 with the programs in $1.
+launch() {
+  as "$1/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" --wait --timeout=60 start \
+    -o "-c listen_addresses=127.0.0.1 -c port=$2 -c unix_socket_directories='$dir' -c max_connections=300 \
+        -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB ${PG_OPTS:-}" >/dev/null ||
+    { tail -20 "$dir/postgres.log" >&2; exit 1; }
+}
+
 case "$cmd" in
 start)
   [ "$dir" = "-" ] && dir=$(mktemp -d /tmp/inboxd-pg.XXXXXX)
@@ -46,17 +57,22 @@ start)
     { cat "$dir/initdb.log" >&2; exit 1; }
   port=25432
   while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
-  as "$pg/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" --wait --timeout=60 start \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$dir' -c max_connections=300 \
-        -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB ${PG_OPTS:-}" >/dev/null ||
-    { tail -20 "$dir/postgres.log" >&2; exit 1; }
+  echo "$port" >"$dir/port"
+  launch "$pg" "$port"
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  ;;
+restart)
+  [ -f "$dir/port" ] || { echo "no cluster in $dir" >&2; exit 1; }
+  pg=$(bin)
+  as "$pg/pg_ctl" --pgdata="$dir/data" --mode=fast --wait --timeout=60 stop >/dev/null ||
+    { tail -20 "$dir/postgres.log" >&2; exit 1; }
+  launch "$pg" "$(cat "$dir/port")"
   ;;
 stop)
   [ -d "$dir/data" ] && as "$(bin)/pg_ctl" --pgdata="$dir/data" --mode=immediate --wait stop >/dev/null 2>&1 || true
   rm -rf "$dir"
   ;;
 *)
-  echo "usage: $0 start|stop DIR" >&2; exit 2
+  echo "usage: $0 start|restart|stop DIR" >&2; exit 2
   ;;
 esac

@@ -154,7 +154,7 @@ func (s *Server) resolveInbox(r *http.Request, who *db.Principal, address string
 	if who == nil { // a test control: any account's inbox
 		in, err := s.store.LocalInbox(r.Context(), address)
 		if err == nil && in.Retired {
-			return nil, db.Errorf(db.ECodeInboxRetired, "inbox %s was deleted", in.Address)
+			return nil, retired(in)
 		}
 		return in, err
 	}
@@ -167,11 +167,16 @@ func (s *Server) resolveInbox(r *http.Request, who *db.Principal, address string
 			return nil, db.Errorf(db.ECodeForbidden, "a mailbox key reaches only its own inbox")
 		}
 		if own.Retired {
-			return nil, db.Errorf(db.ECodeInboxRetired, "inbox %s was deleted", own.Address)
+			return nil, retired(own)
 		}
 		return own, nil
 	}
 	return s.store.InboxByAddress(r.Context(), who.AccountID, address)
+}
+
+// retired is the answer to a call on a deleted inbox.
+func retired(in *db.Inbox) error {
+	return db.Errorf(db.ECodeInboxRetired, "inbox %s was deleted", in.Address)
 }
 
 func (s *Server) parseQuery(r *http.Request, c *call) error {

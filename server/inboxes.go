@@ -75,12 +75,24 @@ func (s *Server) handleInboxCreate(w http.ResponseWriter, r *http.Request, c *ca
 }
 
 // handleInboxGet serves GET /v1/inboxes/{inboxId}.
+//
+// The inbox the call resolved may come from the store's cache, which a change made through
+// another process on a shared database reaches only with its notification
+// (docs/postgres.md); the answer is read afresh, so that a client reads back at once an
+// update or a deletion it made through any process.
 func (s *Server) handleInboxGet(w http.ResponseWriter, r *http.Request, c *call) error {
+	in, err := s.store.InboxByRowID(r.Context(), c.inbox.ID)
+	if err != nil {
+		return err
+	}
+	if in.Retired {
+		return retired(in)
+	}
 	if c.who.Mailbox {
-		writeJSON(w, http.StatusOK, c.inbox.MailboxView())
+		writeJSON(w, http.StatusOK, in.MailboxView())
 		return nil
 	}
-	writeJSON(w, http.StatusOK, c.inbox)
+	writeJSON(w, http.StatusOK, in)
 	return nil
 }
 

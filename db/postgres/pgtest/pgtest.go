@@ -41,8 +41,10 @@ func NewEmptyDatabase(t testing.TB) string {
 	return newDatabase(t, func(context.Context, string) (string, error) { return "template0", nil })
 }
 
-// newDatabase creates a database for t as a copy of the template that template names.
-func newDatabase(t testing.TB, template func(ctx context.Context, base string) (string, error)) string {
+// ClusterURL returns the URL of the test cluster: a test that needs PostgreSQL but no
+// database of this package's (one that starts a cluster of its own, to restart it) calls
+// it to skip, or fail with CI=true, as the others do when there is none.
+func ClusterURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
@@ -51,6 +53,13 @@ func newDatabase(t testing.TB, template func(ctx context.Context, base string) (
 		}
 		t.Skipf("%s is not set: no PostgreSQL to test against (scripts/pg-cluster.sh starts one)", EnvURL)
 	}
+	return base
+}
+
+// newDatabase creates a database for t as a copy of the template that template names.
+func newDatabase(t testing.TB, template func(ctx context.Context, base string) (string, error)) string {
+	t.Helper()
+	base := ClusterURL(t)
 	ctx := context.Background()
 	tmpl, err := template(ctx, base)
 	if err != nil {
