@@ -89,7 +89,7 @@ func StoreMessage(tx Tx, p Prepared) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	return st, recordArrival(tx, m, st.RowID)
+	return st, recordArrival(tx, m, st.RowID, thread, withTriage)
 }
 
 func existed(st *Stored) Stored {

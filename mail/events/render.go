@@ -6,15 +6,16 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// render loads the messages events name, in one read, and renders each payload once.
+// render loads the messages events name (in at most one read: those this process stored a
+// moment ago are at hand) and renders each payload once.
 func render(ctx context.Context, store db.EventLog, evs []db.Event) ([]*Item, error) {
-	var rows []int64
+	var named []db.Event
 	for _, e := range evs {
 		if needsMessage(e.Type) {
-			rows = append(rows, e.MessageRow)
+			named = append(named, e)
 		}
 	}
-	msgs, err := store.EventMessages(ctx, rows)
+	msgs, err := db.EventMessagesOf(ctx, store, named)
 	if err != nil {
 		return nil, err
 	}
