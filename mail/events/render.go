@@ -46,7 +46,8 @@ func bare(evs []db.Event) []*Item {
 // StorePayloads renders payloads straight from the store, for a reader without a hub.
 type StorePayloads struct{ Store db.EventLog }
 
-// Payloads renders the payloads of evs with their messages as stored now, in one read.
+// Payloads renders the payloads of evs, reading what this process did not store a moment
+// ago in one read.
 func (p StorePayloads) Payloads(ctx context.Context, evs []db.Event) ([][]byte, error) {
 	items, err := render(ctx, p.Store, evs)
 	if err != nil {
