@@ -81,11 +81,11 @@ func StoreMessage(tx Tx, p Prepared) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	st, err := writeCharged(tx, p, thread)
+	st, view, err := writeCharged(tx, p, thread)
 	if err != nil {
 		return Stored{}, err
 	}
-	return st, recordArrival(tx, m, st.RowID)
+	return st, recordArrival(tx, m, st.RowID, view(st.RowID))
 }
 
 // LateCharger is a Tx that spends a message's triage unit itself as it writes the
@@ -101,21 +101,26 @@ type LateCharger interface {
 }
 
 // writeCharged writes a new message into thread, spending its triage unit first
-// (chargeTriage), or as it writes when the store is a LateCharger.
-func writeCharged(tx Tx, p Prepared, thread ThreadRef) (Stored, error) {
+// (chargeTriage), or as it writes when the store is a LateCharger. view gives the
+// message as stored, for its event's payload (storedView); it gives nil when a
+// LateCharger spent the unit, since only the database then knows whether the message
+// kept its triage, and the event reads the message back.
+func writeCharged(tx Tx, p Prepared, thread ThreadRef) (st Stored, view func(row int64) *Message, err error) {
 	m := p.Message()
 	if lc, ok := tx.(LateCharger); ok && m.ChargeTriage {
 		a, err := triageAllowance(tx, m)
 		if err != nil {
-			return Stored{}, err
+			return Stored{}, nil, err
 		}
-		return lc.WriteMessageCharged(p, thread, a)
+		st, err := lc.WriteMessageCharged(p, thread, a)
+		return st, func(int64) *Message { return nil }, err
 	}
 	withTriage, err := chargeTriage(tx, m)
 	if err != nil {
-		return Stored{}, err
+		return Stored{}, nil, err
 	}
-	return tx.WriteMessage(p, thread, withTriage)
+	st, err = tx.WriteMessage(p, thread, withTriage)
+	return st, func(row int64) *Message { return m.storedView(row, thread, withTriage) }, err
 }
 
 func existed(st *Stored) Stored {

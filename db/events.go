@@ -47,10 +47,10 @@ const EventRetention = 7 * 24 * time.Hour
 const MaxEventText = 64 << 10
 
 // NewEvent is an event a unit of work appends (RecordEvent). What the payload shows of
-// the message is read when the event is delivered (Event.Payload): a message's bodies
-// never change, and its ids are kept with the event. What the event describes of one
-// moment is kept with it: the delivery record, the bounced recipients, the labels after a
-// change.
+// the message is read when the event is rendered (EventMessagesOf, Event.Payload): a
+// message's bodies never change, and its ids are kept with the event. What the event
+// describes of one moment is kept with it: the delivery record, the bounced recipients,
+// the labels after a change.
 type NewEvent struct {
 	Type       string
 	MessageRow int64
@@ -58,6 +58,9 @@ type NewEvent struct {
 	Delivery   *Delivery
 	Recipients []string
 	Labels     []string
+	// Message, when set, is the message as this unit of work stores it: the store keeps
+	// it in its Arrivals, so that this process renders the payload without reading it back.
+	Message *Message
 }
 
 // Event is an event of the log.
@@ -125,6 +128,9 @@ type EventLog interface {
 	// EventMessages returns the messages events refer to, by row id, loaded with their
 	// bodies; a message deleted since is absent.
 	EventMessages(ctx context.Context, rows []int64) (map[int64]*Message, error)
+	// Arrivals returns the messages this process's units of work stored a moment ago,
+	// by the ids of their events (NewEvent.Message).
+	Arrivals() *Arrivals
 	// EventsCommitted returns a channel that is closed once events are committed after
 	// the call, by this process or any other sharing the store. Take it before reading
 	// the log, so that nothing committed in between is missed.
@@ -146,9 +152,11 @@ func RecordEvent(tx Tx, e NewEvent) error {
 	return fanOut(tx, a, e.Type)
 }
 
-// recordArrival records the event of a new message: received, or quarantined when it is
-// held. A sent message has delivery events instead (CommitSend, DeliveryChanged).
-func recordArrival(tx Tx, m *NewMessage, row int64) error {
+// recordArrival records the event of a new message, stored as row in thread: received,
+// or quarantined when it is held. A sent message has delivery events instead
+// (CommitSend, DeliveryChanged). The event carries view, the message as stored, for its
+// payload (nil: the payload reads it back).
+func recordArrival(tx Tx, m *NewMessage, row int64, view *Message) error {
 	if m.Direction != Received {
 		return nil
 	}
@@ -156,7 +164,7 @@ func recordArrival(tx Tx, m *NewMessage, row int64) error {
 	if m.Quarantined() {
 		t = EventQuarantined
 	}
-	return RecordEvent(tx, NewEvent{Type: t, MessageRow: row})
+	return RecordEvent(tx, NewEvent{Type: t, MessageRow: row, Message: view})
 }
 
 // DeliveryChanged records the events of a change to a sent message's delivery record d:
@@ -227,7 +235,7 @@ type eventPayload struct {
 }
 
 // Payload is the event as webhooks and the stream carry it (extensions section 1),
-// with m the message it names as stored now (nil when it was deleted since: the payload
+// with m the message it names (EventMessagesOf; nil when it was deleted since: the payload
 // then names it by its ids only).
 func (e *Event) Payload(m *Message) ([]byte, error) {
 	p := eventPayload{Type: e.Type, EventID: e.EventID, InboxID: e.InboxID, OccurredAt: Time{e.OccurredAt}}

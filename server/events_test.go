@@ -70,6 +70,35 @@ func TestEventStreamCarriesDeliveredMail(t *testing.T) {
 	c.Assert(e.payload(ev2)["message"].(map[string]any)["labels"], qt.DeepEquals, []any{"received", "unread", "vip"})
 }
 
+// The message of an email.received payload is getMessage's answer for it without html,
+// plus bodyTruncated and bodiesOmitted (extensions section 1), whether the server renders
+// it from what it stored or reads it back.
+func TestEventPayloadIsGetMessagesView(t *testing.T) {
+	e := streamEnv(t, serverOptions{})
+	in := e.createInbox("desk")
+	s := e.openStream(e.full, "")
+	e.deliver(in, db.NewMessage{MessageID: "<rich@far.test>", From: "Ann <ann@far.test>", To: []string{in},
+		Cc: []string{"cat@far.test"}, ReplyTo: []string{"desk@far.test"}, Subject: "caf\u00e9 <b>&</b>",
+		Text: "text \u2014 <quoted>", HTML: "<p>text</p>", Labels: []string{"vip"},
+		Timestamp: time.Now().Add(-time.Minute).Add(777 * time.Microsecond), InReplyTo: "<x@far.test>",
+		Protection: &db.Protection{Status: "clean", ScannedAt: "2026-11-01T00:00:00.000Z",
+			Authentication: db.Authentication{SPF: "pass", DKIM: "pass", DMARC: "pass", SigningDomains: []string{"far.test"}},
+			Spam:           db.Spam{Score: 0.5, Threshold: 6}, Antivirus: db.Antivirus{Status: "clean", Signatures: []string{}}, Reasons: []string{}},
+		Triage: complete("personal", ptr(true), ptr("high"))})
+	e.mailTo(in, "<plain@far.test>", "plain")
+	for _, id := range []string{"<rich@far.test>", "<plain@far.test>"} {
+		got := e.payload(s.next())["message"].(map[string]any)
+		qt.Assert(t, got["messageId"], qt.Equals, id)
+		qt.Assert(t, got["bodyTruncated"], qt.Equals, false)
+		qt.Assert(t, got["bodiesOmitted"], qt.Equals, false)
+		delete(got, "bodyTruncated")
+		delete(got, "bodiesOmitted")
+		want := e.ok("getMessage", "GET", msgPath(in, id), e.full, nil)
+		delete(want, "html")
+		qt.Assert(t, got, qt.DeepEquals, want)
+	}
+}
+
 func TestEventStreamStartsAtTheEnd(t *testing.T) {
 	e := streamEnv(t, serverOptions{})
 	in := e.createInbox("desk")

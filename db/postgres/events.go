@@ -112,6 +112,9 @@ func (s *Store) TrimEvents(ctx context.Context, before time.Time) (int64, error)
 	return n, err
 }
 
+// Arrivals returns the messages of the events this process appended a moment ago.
+func (s *Store) Arrivals() *db.Arrivals { return &s.arrivals }
+
 // EventMessages returns the messages of rows with their bodies, by row id; a deleted
 // message is absent.
 func (s *Store) EventMessages(ctx context.Context, rows []int64) (map[int64]*db.Message, error) {

@@ -106,6 +106,7 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 		detail = &s
 	}
 	var a db.AppendedEvent
+	id := newRowUUID()
 	b := &pgx.Batch{}
 	w.lockLogs(b)
 	b.Queue(`WITH ins AS (
@@ -115,7 +116,7 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 			RETURNING seq, account_id, inbox_id),
 		head AS (UPDATE log_heads SET last = (SELECT seq FROM ins) WHERE name = 'events' AND EXISTS (SELECT 1 FROM ins))
 		SELECT seq, account_id, inbox_id FROM ins`,
-		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).QueryRow(func(row pgx.Row) error {
+		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	})
 	w.queueNotify(b, chanEvents)
@@ -124,6 +125,7 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 		return db.AppendedEvent{}, err
 	}
 	w.hooks = &prefetched{accountID: a.AccountID, hooks: *hooks}
+	w.arrivals.Put(id, e.Message)
 	return a, nil
 }
 

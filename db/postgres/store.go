@@ -71,9 +71,10 @@ type Store struct {
 	tokens      db.Signer // signs page tokens
 	downloadKey []byte    // signs attachment download URLs
 
-	events   signal     // wakes the event log's readers (log.go)
-	cache    caches     // keys and inboxes (cache.go)
-	queues   queueState // this process's name on the queues' leases (outbound.go)
+	events   signal      // wakes the event log's readers (log.go)
+	arrivals db.Arrivals // the messages of the events this process appended (log.go)
+	cache    caches      // keys and inboxes (cache.go)
+	queues   queueState  // this process's name on the queues' leases (outbound.go)
 	listener listener
 	closed   sync.Once
 }

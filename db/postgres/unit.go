@@ -51,6 +51,7 @@ type wtx struct {
 	locked     map[string]bool // rows locked by lockAccount and lockInbox
 	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
+	arrivals   *db.Arrivals    // the store's: the messages of the events appended (log.go)
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
@@ -63,7 +64,7 @@ type wtx struct {
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
-		w := &wtx{ctx: ctx, now: s.Now()}
+		w := &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals}
 		err := s.writeOnce(w, fn)
 		if err == nil {
 			// The listener hears these too; this process need not wait for it.

@@ -19,11 +19,13 @@ import (
 
 // eventSignal wakes the readers of the event log when a transaction that appended events
 // commits. appendEvent marks it from inside the writer; the committer fires it after the
-// commit (write.go), so a woken reader finds the events there.
+// commit (write.go), so a woken reader finds the events there. It also keeps the
+// messages of the events appended (db.Arrivals), for their payloads.
 type eventSignal struct {
 	appended atomic.Bool
 	mu       sync.Mutex
 	ch       chan struct{}
+	arrivals db.Arrivals
 }
 
 // wait returns the channel the next firing closes.
@@ -64,19 +66,24 @@ func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEven
 		detail = jsonText(eventDetail{Delivery: e.Delivery, Recipients: e.Recipients, Labels: e.Labels})
 	}
 	var a db.AppendedEvent
+	id := newRowUUID()
 	err := tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 		SELECT ?, i.account_id, m.inbox_id, ?, ?, m.id, m.message_id, (SELECT t.uuid FROM threads t WHERE t.id = m.thread_id), ?
 		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = ? RETURNING seq, account_id, inbox_id`,
-		newRowUUID(), e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
+		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	if err != nil {
 		return a, err
 	}
 	sig.appended.Store(true)
+	sig.arrivals.Put(id, e.Message)
 	return a, nil
 }
 
 // EventsCommitted returns a channel closed when events are next committed.
 func (s *Store) EventsCommitted() <-chan struct{} { return s.events.wait() }
+
+// Arrivals returns the messages of the events this process appended a moment ago.
+func (s *Store) Arrivals() *db.Arrivals { return &s.events.arrivals }
 
 // Events returns up to limit events after seq that pass f, in commit order.
 func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit int) ([]db.Event, error) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -139,6 +140,43 @@ func eventTests() []test {
 			e.Assert(evs, qt.HasLen, 1)
 			e.Assert(evs[0].MessageID, qt.Equals, "<b@far.test>")
 		}},
+		{"an event's message as this process stored it is what getMessage reads back", func(e *env) {
+			yes := true
+			rich := e.mail(e.inbox, "<rich@far.test>")
+			rich.Cc, rich.ReplyTo, rich.References = []string{"cat@far.test", "bo@far.test"}, []string{"ann@far.test"}, []string{"<x@far.test>"}
+			rich.InReplyTo, rich.HTML = "<x@far.test>", "<p>body &amp; more</p>"
+			rich.Labels = []string{"vip", "received", "unread", "vip"}
+			rich.Protection = &db.Protection{Status: "delivered", ScannedAt: db.Time{Time: e.clock()}.String(),
+				Authentication: db.Authentication{SPF: "pass", DKIM: "pass", DMARC: "pass", SigningDomains: []string{"far.test"}},
+				Spam:           db.Spam{Score: 0.5, Threshold: 6}, Antivirus: cleanScan(), Reasons: []string{}}
+			rich.Triage = &db.Triage{Status: db.TriageComplete, Version: 1,
+				Category:   &db.TriageCategory{Value: "personal", Confidence: 0.9, Probabilities: map[string]float64{"personal": 0.9, "other": 0.1}},
+				NeedsReply: &db.TriageNeedsReply{Value: &yes, Probability: 0.8}}
+			pending := e.queued(e.inbox, "<pending@far.test>")
+			pending.Text = "caf\u00e9 \u2014 <b>\u201cquoted\u201d</b>"
+			e.receive(rich, pending, e.held(e.inbox, "<h@far.test>", cleanScan()))
+			odd := e.mail(e.inbox, "<odd@far.test>") // a timestamp below the millisecond, no labels, no recipients
+			odd.Timestamp, odd.Labels, odd.To = e.clock().Add(123456*time.Nanosecond), nil, nil
+			_, err := db.Deliver(e.ctx, e.st, []db.NewMessage{odd})
+			e.Assert(err, qt.IsNil)
+
+			evs := e.events(0, acme())
+			e.Assert(evs, qt.HasLen, 4)
+			arrived, err := db.EventMessagesOf(e.ctx, e.st, evs)
+			e.Assert(err, qt.IsNil)
+			for _, ev := range evs {
+				m := arrived[ev.MessageRow]
+				e.Assert(m, qt.IsNotNil, qt.Commentf("%s is not at hand", ev.MessageID))
+				read := e.message(e.inbox, ev.MessageID)
+				e.Assert(jsonOf(e, m.FullView(true, false)), qt.Equals, jsonOf(e, read.FullView(true, false)), qt.Commentf("%s", ev.MessageID))
+				e.Assert(jsonOf(e, m.FullView(true, true)), qt.Equals, jsonOf(e, read.FullView(true, true)))
+				viaArrival, err := ev.Payload(m)
+				e.Assert(err, qt.IsNil)
+				viaRead, err := ev.Payload(read)
+				e.Assert(err, qt.IsNil)
+				e.Assert(string(viaArrival), qt.Equals, string(viaRead))
+			}
+		}},
 		{"an event's message is loaded with its bodies until it is deleted", func(e *env) {
 			e.receive(e.mail(e.inbox, "<a@far.test>"), e.held(e.inbox, "<h@far.test>", cleanScan()))
 			evs := e.events(0, acme())
@@ -152,4 +190,12 @@ func eventTests() []test {
 			e.Assert(e.events(0, acme()), qt.HasLen, 2)
 		}},
 	}
+}
+
+// jsonOf is v as JSON.
+func jsonOf(e *env, v any) string {
+	e.Helper()
+	b, err := json.Marshal(v)
+	e.Assert(err, qt.IsNil)
+	return string(b)
 }

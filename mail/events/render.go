@@ -6,15 +6,16 @@ import (
 	"github.com/inboxd/inboxd/db"
 )
 
-// render loads the messages events name, in one read, and renders each payload once.
+// render loads the messages events name (in at most one read: those this process stored a
+// moment ago are at hand) and renders each payload once.
 func render(ctx context.Context, store db.EventLog, evs []db.Event) ([]*Item, error) {
-	var rows []int64
+	var named []db.Event
 	for _, e := range evs {
 		if needsMessage(e.Type) {
-			rows = append(rows, e.MessageRow)
+			named = append(named, e)
 		}
 	}
-	msgs, err := store.EventMessages(ctx, rows)
+	msgs, err := db.EventMessagesOf(ctx, store, named)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,8 @@ func bare(evs []db.Event) []*Item {
 // StorePayloads renders payloads straight from the store, for a reader without a hub.
 type StorePayloads struct{ Store db.EventLog }
 
-// Payloads renders the payloads of evs with their messages as stored now, in one read.
+// Payloads renders the payloads of evs, reading what this process did not store a moment
+// ago in one read.
 func (p StorePayloads) Payloads(ctx context.Context, evs []db.Event) ([][]byte, error) {
 	items, err := render(ctx, p.Store, evs)
 	if err != nil {
