@@ -36,7 +36,8 @@ func EmbeddedModel() (*Model, error) { return LoadModel(embeddedModel) }
 // NewBuiltinModel returns the provider over m (the evaluation uses a model file).
 func NewBuiltinModel(m *Model) *Builtin {
 	b := &Builtin{model: m}
-	b.pool.New = func() any { return &scratch{vec: newVectorizer(m.lookup)} }
+	seen := newGramCache(maxCachedWords)
+	b.pool.New = func() any { return &scratch{vec: m.newVectorizer(seen)} }
 	return b
 }
 

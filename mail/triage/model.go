@@ -30,9 +30,10 @@ type Model struct {
 	Features []string `json:"features"`
 	Heads    []*Head  `json:"heads"` // category, needsReply, urgency
 
-	table  []slot   // Features by hash (buildIndex)
-	filter []uint64 // a Bloom filter over Features
-	seed   maphash.Seed
+	table     []slot   // Features by hash (buildIndex)
+	filter    []uint64 // a Bloom filter over Features
+	seed      maphash.Seed
+	wordGrams *gramTable // the character n-grams of the vocabulary's words (buildIndex)
 }
 
 // Head is one multinomial logistic regression: Weights holds, for each feature in
@@ -117,6 +118,16 @@ func (m *Model) buildIndex() {
 		}
 		m.table[j] = slot{hash: h, idx: int32(i)}
 	}
+	m.wordGrams = newGramTable(m.Features, newVectorizer(m.lookup).gramsOf)
+}
+
+// newVectorizer returns a vectorizer over the model's vocabulary that looks up the
+// character n-grams of a word only when neither the vocabulary's table nor seen has them
+// (grams.go).
+func (m *Model) newVectorizer(seen *gramCache) *vectorizer {
+	v := newVectorizer(m.lookup)
+	v.known, v.seen = m.wordGrams, seen
+	return v
 }
 
 // slot is an entry of the feature table: a feature's hash and position, -1 when empty.

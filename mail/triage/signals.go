@@ -153,12 +153,26 @@ var footerWords = []string{"sent from my", "get outlook for", "enviado desde", "
 	"in your browser", "in browser", "no longer wish to receive", "abmelden", "désabonner", "darse de baja", "all rights reserved",
 	"registered office", "registered in", "privacy policy"}
 
+// footerStarts lists footerWords by their first byte, so that isFooterLine reads a line
+// once instead of once per word (it did: a tenth of the model's time).
+var footerStarts = wordsByFirstByte(footerWords)
+
+func wordsByFirstByte(words []string) *[256][]string {
+	var by [256][]string
+	for _, w := range words {
+		by[w[0]] = append(by[w[0]], w)
+	}
+	return &by
+}
+
 // isFooterLine reports whether a line (trimmed) holds one of footerWords.
 func isFooterLine(t string, scratch *[]byte) bool {
 	low := lowerASCII(t, scratch)
-	for _, w := range footerWords {
-		if bytes.Contains(low, []byte(w)) {
-			return true
+	for i, c := range low {
+		for _, w := range footerStarts[c] {
+			if bytes.HasPrefix(low[i:], []byte(w)) {
+				return true
+			}
 		}
 	}
 	return false
