@@ -82,6 +82,7 @@ type vectorizer struct {
 	touched [numGroups][]int32
 	tokens  int
 	marks   []uint64 // inOrder's bitmap over features
+	shape   shapeReader
 }
 
 func newVectorizer(lookup func(key []byte) (int32, bool)) *vectorizer {
@@ -132,6 +133,7 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 	v.tokens = 0
 	v.header(in)
 	v.subject(in.Subject)
+	v.shape = shapeReader{}
 	v.body(in.Text)
 	out.idx, out.val = out.idx[:0], out.val[:0]
 	for g := range v.touched {
@@ -218,6 +220,7 @@ func (v *vectorizer) body(text string) {
 			questions += strings.Count(line, "?")
 			exclaims += strings.Count(line, "!")
 			urls += strings.Count(line, "://")
+			v.shape.line(line)
 			v.scan(line, v.ownToken)
 			v.prev = v.prev[:0] // no bigram across lines
 		case partQuoted:
@@ -237,12 +240,16 @@ func (v *vectorizer) body(text string) {
 		v.emitS(groupHeader, f)
 	}
 	v.emitS(groupHeader, "h:lines:"+bucket(ownLines, 0, 2, 5, 15, 40))
+	v.shape.facts(v.emitHeader)
 }
+
+func (v *vectorizer) emitHeader(key string) { v.emitS(groupHeader, key) }
 
 // ownToken emits a word of the message's own text: the word, the bigram it ends, and its
 // character n-grams.
 func (v *vectorizer) ownToken(t []byte, word bool) {
 	v.tokens++
+	v.shape.word(t)
 	feature, known := v.emit(groupBody, "w:", t)
 	// A bigram in the vocabulary has both its words there too (both occur wherever it
 	// does), so a word the model does not know ends the chain. Vocabulary building knows
@@ -391,8 +398,14 @@ func (v *vectorizer) header(in Input) {
 	}
 	v.emitS(groupHeader, "h:rcpt:"+bucket(len(in.To), 1, 2, 3, 6))
 	if len(in.To) > 0 {
-		l, _ := splitAddress(in.To[0])
+		l, d := splitAddress(in.To[0])
 		v.emitS(groupHeader, "h:to:"+shape(l))
+		// Who writes to whom: a person's own mailbox to a team's address is a customer,
+		// to a person's mailbox more often a colleague, a friend or a pitch.
+		v.emitS(groupHeader, "h:rel:"+senderKind(local, domain)+">"+senderKind(l, d))
+		if d != "" && d == domain {
+			v.emitS(groupHeader, "h:samedomain")
+		}
 	}
 	for _, f := range headerFacts(in.Headers, domain) {
 		v.emitS(groupHeader, f)
