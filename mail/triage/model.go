@@ -15,7 +15,7 @@ import (
 
 // ModelName names the built-in model and its version. A retrained model with different
 // features or corpus gets a new version.
-const ModelName = "inboxd-lr-2"
+const ModelName = "inboxd-lr-3"
 
 //go:generate go run ../../fixtures/triage/gen -out ../../fixtures/triage/corpus.jsonl
 //go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -written ../../fixtures/triage/written/*.jsonl -out model.json
