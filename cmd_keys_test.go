@@ -14,6 +14,7 @@ import (
 // An operator revokes a key and disables an account from the command line while the
 // server runs on the same file: the server stops honouring them within seconds.
 func TestOperatorRevokesKeysAndDisablesAccounts(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "inboxd.db")

@@ -26,6 +26,7 @@ import (
 // exits 0). Once the path is usable the index heals by itself, without a restart: the
 // search finds the mail and /metrics says so.
 func TestSearchIndexHealsWhileServing(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "inboxd.db")
@@ -95,6 +96,7 @@ func waitForMetric(t *testing.T, base, name string, want float64) {
 // transient, /metrics says degraded, and SIGTERM exits 0. Once space is freed the index
 // is built without a restart and holds every searchable message.
 func TestRealFullDiskIndexRebuild(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	dir := t.TempDir()
 	mnt := mountTmpfs(t, dir, "32m")

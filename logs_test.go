@@ -22,6 +22,7 @@ import (
 // duration, no key, password, message body or search term appears anywhere, and a clean
 // stop says so. A message received over SMTP has its info line (ids and size).
 func TestLogsAreJSONAndKeepSecrets(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dir := t.TempDir()
 	const (

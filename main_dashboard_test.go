@@ -41,6 +41,7 @@ func dashboardLogin(t *testing.T, base, password string) int {
 // A fresh server generates the dashboard password and prints it once; it works, and a
 // restart does not print it but says how to set another.
 func TestDashboardPassword(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
 	var out bytes.Buffer
@@ -64,6 +65,7 @@ func TestDashboardPassword(t *testing.T) {
 }
 
 func TestProtectionFlags(t *testing.T) {
+	t.Parallel()
 	for _, m := range []*Main{
 		{DNS: "8.8.8.8"},
 		{Spamd: "localhost"},

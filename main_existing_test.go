@@ -22,6 +22,7 @@ import (
 // Commands that work on an existing database refuse a path with none, instead of creating
 // an empty one there and reporting on it.
 func TestCommandsNeedAnExistingDatabase(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "typo.db")
@@ -44,6 +45,7 @@ func TestCommandsNeedAnExistingDatabase(t *testing.T) {
 
 // The DKIM record to publish is logged with the server's domain in its name.
 func TestDKIMRecordLoggedForTheDomain(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dir := t.TempDir()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -62,6 +64,7 @@ func TestDKIMRecordLoggedForTheDomain(t *testing.T) {
 
 // keys create --inbox replaces the inbox's mailbox key: the old one stops working.
 func TestKeysCreateReplacesMailboxKey(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")

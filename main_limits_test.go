@@ -57,6 +57,7 @@ func closedByServer(conns []net.Conn) int {
 // then are served at once. More connections than the cap are never open. (Before, there was
 // no cap: 20,000 idle connections used up the file descriptors.)
 func TestHTTPConnectionCap(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	const limit = 4
 	m := &Main{DBPath: filepath.Join(t.TempDir(), "inboxd.db"), HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", HTTPMaxConnections: limit}
@@ -122,6 +123,7 @@ func TestHTTPConnectionCap(t *testing.T) {
 // client whose idle connection was closed to make room opens another), and no more
 // connections than the cap are ever open.
 func TestHTTPConnectionCapUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	const limit, clients = 8, 64
 	m := &Main{DBPath: filepath.Join(t.TempDir(), "inboxd.db"), HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", HTTPMaxConnections: limit}

@@ -17,6 +17,7 @@ import (
 // With --protection off nothing is scanned, as on the hosted service: spam arrives like
 // any mail, without a protection field, never quarantined (extensions section 7).
 func TestProtectionOffStoresMailUnscanned(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	var out bytes.Buffer
 	m := &Main{DBPath: filepath.Join(t.TempDir(), "inboxd.db"), HTTPAddr: "127.0.0.1:0", SMTPAddr: "127.0.0.1:0",

@@ -99,6 +99,7 @@ func (s *triageServer) ids(path, key, field string) []string {
 // TestTriageBuiltinOverSMTP: mail accepted over SMTP is triaged by the built-in model,
 // with no external service, before it is stored: complete as soon as it is accepted.
 func TestTriageBuiltinOverSMTP(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	s := startTriageServer(c, &Main{})
 	s.send("<outage@example.com>", "Production outage - checkout down",
@@ -124,6 +125,7 @@ func TestTriageBuiltinOverSMTP(t *testing.T) {
 // (less likely to need a reply), and as an answer to mail the inbox sent they read
 // otherwise than as an answer to mail it never saw.
 func TestTriageSignalsOverSMTP(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	s := startTriageServer(c, &Main{})
 	body := "Hi,\r\n\r\nWe put together a few ideas for your team this month. Have a look when you have a minute.\r\n\r\nThe Kitepost team"
@@ -207,6 +209,7 @@ func (f *fakeLLM) Release() { f.once.Do(func() { close(f.release) }) }
 // answers, then complete within a second; the category, needsReply and urgency filters of
 // listMessages and listThreads return exactly the matching messages and threads.
 func TestTriageLLMFilters(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	llm := newFakeLLM(c)
 	s := startTriageServer(c, &Main{Triage: "llm", TriageURL: llm.URL + "/v1", TriageModel: "fake-llm", TriageKey: "k"})
@@ -265,6 +268,7 @@ func TestTriageLLMFilters(t *testing.T) {
 
 // TestTriageOff: with --triage off received mail carries no triage at all.
 func TestTriageOff(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	s := startTriageServer(c, &Main{Triage: "off"})
 	s.send("<off@example.com>", "Hello", "No triage here.")
@@ -275,6 +279,7 @@ func TestTriageOff(t *testing.T) {
 }
 
 func TestTriageFlags(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	for _, k := range []struct {
 		m   Main

@@ -129,6 +129,7 @@ func runInboxd(t *testing.T, args ...string) (int, string, string) {
 // idempotent replays, webhooks with their secret, a retired address still refused, and
 // search finds the mail once the new process has built its index.
 func TestMigrateFromSQLiteOnPostgres(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	pgURL := pgtest.NewEmptyDatabase(t)
 	dir := t.TempDir()
@@ -296,6 +297,7 @@ func compareRaw(t *testing.T, dbPath, pgURL string) {
 // a source that is not an inboxd database of this version; a copy that fails midway
 // leaves the target empty.
 func TestMigrateRefusalsOnPostgres(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "inboxd.db")
@@ -372,6 +374,7 @@ func copyFile(t *testing.T, from, to string) {
 // Every table of the SQLite schema is copied or named as not copied (db/postgres
 // import.go), so a table added to the SQLite schema is not silently left behind.
 func TestMigrateCoversEverySQLiteTable(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	path := filepath.Join(t.TempDir(), "inboxd.db")
 	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})

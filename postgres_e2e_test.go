@@ -19,6 +19,7 @@ import (
 // mail sent through one is listed, read and found by search on the other at once, and an
 // inbox created on one is there on the other.
 func TestTwoProcessesOnPostgres(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	url := pgtest.NewDatabase(t)
 	dir := t.TempDir()
@@ -74,6 +75,7 @@ func startOnPostgres(t *testing.T, url string, smtp bool, seeds ...string) *faul
 // Mail received over SMTP by one process ends a wait on another at once, and is read and
 // found by search there.
 func TestSMTPToOneProcessReadOnAnotherOnPostgres(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	url := pgtest.NewDatabase(t)
 	a := startOnPostgres(t, url, true, writeFixture(t, t.TempDir()))
@@ -110,6 +112,7 @@ func TestSMTPToOneProcessReadOnAnotherOnPostgres(t *testing.T) {
 // request is answered either as usual or 503 unavailable, transient, never 500; every
 // send that was answered 200 is stored; and both processes serve again at once.
 func TestDroppedConnectionsUnderLoadOnPostgres(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	url := pgtest.NewDatabase(t)
 	procs := []*faultServer{startOnPostgres(t, url, false, writeFixture(t, t.TempDir()))}

@@ -74,6 +74,7 @@ func refused(t *testing.T, field string, status int, body []byte) {
 // TestHeaderFieldsRefuseLineBreaks sends CR or LF in every field that ends up in a mail
 // header: each request is refused naming the field, and nothing reaches the relay.
 func TestHeaderFieldsRefuseLineBreaks(t *testing.T) {
+	t.Parallel()
 	s := startSecServer(t)
 	const agent = "/v1/inboxes/agent%40inboxd.test"
 	send := func(change func(map[string]any)) (int, []byte) {
@@ -122,6 +123,7 @@ func TestHeaderFieldsRefuseLineBreaks(t *testing.T) {
 // reply carries a clean Subject (no header of the sender's making), and the download's
 // Content-Disposition stays one header.
 func TestHostileSenderCannotInjectHeaders(t *testing.T) {
+	t.Parallel()
 	s := startSecServer(t)
 	raw := "From: Mallory <mallory@evil.example>\r\nTo: sink@inboxd.test\r\nMessage-ID: <hostile@evil.example>\r\n" +
 		"Subject: =?utf-8?q?Invoice=0D=0ABcc:_victim@evil.example?=\r\nMIME-Version: 1.0\r\n" +
@@ -188,6 +190,7 @@ func TestHostileSenderCannotInjectHeaders(t *testing.T) {
 // TestBodyLimitBeforeReading: a request that announces a body over 5 MiB is answered 413
 // at once, without the server waiting for (or reading) the body.
 func TestBodyLimitBeforeReading(t *testing.T) {
+	t.Parallel()
 	s := startSecServer(t)
 	conn, err := net.Dial("tcp", s.m.Addr())
 	qt.Assert(t, err, qt.IsNil)
@@ -204,6 +207,7 @@ func TestBodyLimitBeforeReading(t *testing.T) {
 // TestPageTokensStayInTheirList: a message page token of one account's inbox is refused on
 // another account's inbox (and that account cannot list the first inbox at all).
 func TestPageTokensStayInTheirList(t *testing.T) {
+	t.Parallel()
 	s := startSecServer(t)
 	status, body := s.do("GET", "/v1/inboxes/sink%40inboxd.test/messages?limit=1", nil)
 	qt.Assert(t, status, qt.Equals, 200)

@@ -116,6 +116,7 @@ func writeFixture(t *testing.T, dir string) string {
 // stream of SMTP deliveries over several connections: every message that got its 250 is
 // in the database afterwards.
 func TestKillDuringSMTPKeepsAcknowledgedMail(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	bin := inboxdBinary(t)
 	dir := t.TempDir()
@@ -254,6 +255,7 @@ func (s *stallSession) Data(rd io.Reader) error {
 // restarts it: every message reaches the relay exactly once, and the record of the one
 // whose answer was lost says so.
 func TestKillMidRelaySendsEachMessageOnce(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	bin := inboxdBinary(t)
 	relay := &stallRelay{after: 5, stall: make(chan struct{}), release: make(chan struct{}), count: map[string]int{}}
@@ -393,6 +395,7 @@ func (s *recordingSession) Data(rd io.Reader) error {
 // mail delivered over SMTP is readable through the API, and mail sent through the API to
 // another domain reaches the relay.
 func TestServeSMTPInAndRelayOut(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	relay := &recordingRelay{got: map[string]string{}}
 	rs := smtp.NewServer(relay)

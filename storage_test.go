@@ -83,6 +83,7 @@ func smtpMessage(id, subject, body string) string {
 }
 
 func TestStorageFaultsAreTransient(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault sqlite.Fault
@@ -167,6 +168,7 @@ func TestStorageFaultsAreTransient(t *testing.T) {
 // case is only simulated.) Mounting needs root (or CAP_SYS_ADMIN); elsewhere the test skips and
 // TestStorageFaultsAreTransient covers the answers.
 func TestRealFullDisk(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	dir := t.TempDir()
 	mnt := mountTmpfs(t, dir, "3m")

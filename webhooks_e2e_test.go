@@ -21,6 +21,7 @@ import (
 // TestServeDeliversSeededWebhook runs the binary with a fixture webhook of a known secret:
 // mail over SMTP reaches the receiver as a signed email.received, and the API lists it.
 func TestServeDeliversSeededWebhook(t *testing.T) {
+	t.Parallel()
 	c := qt.New(t)
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	type delivery struct {

@@ -12,6 +12,7 @@ import (
 // An index another holder has open is reported as in use, never as corrupt: corrupt
 // indexes are deleted and rebuilt, and that must not happen to a running server's.
 func TestOpenLockedIsNotCorrupt(t *testing.T) {
+	t.Parallel() // it waits out the lock's timeouts (idle)
 	path := filepath.Join(t.TempDir(), "x.index")
 	ix, _, err := Open(path)
 	qt.Assert(t, err, qt.IsNil)

@@ -68,20 +68,25 @@ func persisted(t *testing.T, s segment.Segment) segment.Segment {
 
 // Our merge writes the file zapx's merge writes, across chunk and container boundaries,
 // with deleted documents, segments of different fields, segments in memory and on disk,
-// and zapx's own segments (its "1-hit" postings).
+// and zapx's own segments (its "1-hit" postings). The cases share nothing and are the
+// package's longest under the race detector, so they run in parallel.
 func TestMergeSameAsZapx(t *testing.T) {
+	t.Parallel()
 	t.Run("deletes", func(t *testing.T) {
+		t.Parallel()
 		segs := []segment.Segment{ourSegment(t, analyzedDocs(randomDocs(31, 300))), ourSegment(t, analyzedDocs(randomDocs(32, 1030)))}
 		checkSameMerge(t, segs, []*roaring.Bitmap{roaring.BitmapOf(0, 5, 299), roaring.BitmapOf(3, 1024, 1025)})
 		checkSameMerge(t, segs, nil)
 		checkSameMerge(t, segs, []*roaring.Bitmap{nil, roaring.BitmapOf(7)})
 	})
 	t.Run("files", func(t *testing.T) {
+		t.Parallel()
 		segs := []segment.Segment{persisted(t, ourSegment(t, analyzedDocs(randomDocs(33, 500)))),
 			ourSegment(t, analyzedDocs(randomDocs(34, 40))), persisted(t, ourSegment(t, analyzedDocs(randomDocs(35, 3000))))}
 		checkSameMerge(t, segs, []*roaring.Bitmap{roaring.BitmapOf(1), nil, roaring.BitmapOf(2999)})
 	})
 	t.Run("other fields", func(t *testing.T) {
+		t.Parallel()
 		// No triage fields or attachments in the first, nothing but them in the second.
 		a := randomDocs(36, 50)
 		for _, d := range a {
@@ -91,6 +96,7 @@ func TestMergeSameAsZapx(t *testing.T) {
 		checkSameMerge(t, []segment.Segment{ourSegment(t, analyzedDocs(a)), ourSegment(t, analyzedDocs(b))}, nil)
 	})
 	t.Run("zapx's segments", func(t *testing.T) {
+		t.Parallel()
 		// A field of its own (zapx builds the batch), with terms in one document each.
 		docs := analyzedDocs(randomDocs(37, 20))
 		for i, d := range docs {
@@ -102,6 +108,7 @@ func TestMergeSameAsZapx(t *testing.T) {
 		checkSameMerge(t, segs, []*roaring.Bitmap{roaring.BitmapOf(4), nil})
 	})
 	t.Run("full container", func(t *testing.T) {
+		t.Parallel()
 		// More than 65,536 documents: every message's keywords fill roaring containers.
 		var segs []segment.Segment
 		for s := range 3 {
