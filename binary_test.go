@@ -20,19 +20,18 @@ var (
 	raceBinary = &builtBinary{race: true}
 	// fastBinary has no race detector: a race-instrumented server starts several times
 	// slower, and the crash loops start it hundreds of times. Races are the business of
-	// the in-process tests. Its webhook lease is crashWebhookLease.
-	fastBinary = &builtBinary{ldflags: "-X main.webhookLease=" + crashWebhookLease.String()}
+	// the in-process tests.
+	fastBinary = &builtBinary{}
 
 	buildDirsMu sync.Mutex
 	buildDirs   []string // removed by TestMain
 )
 
 type builtBinary struct {
-	race    bool
-	ldflags string // stamped into the binary: -ldflags
-	once    sync.Once
-	path    string
-	err     error
+	race bool
+	once sync.Once
+	path string
+	err  error
 }
 
 // get returns the binary, building it on first use; it skips t in -short mode, saying why.
@@ -52,9 +51,6 @@ func (b *builtBinary) get(t *testing.T, why string) string {
 		buildDirsMu.Unlock()
 		b.path = filepath.Join(dir, "inboxd")
 		args := []string{"build", "-o", b.path}
-		if b.ldflags != "" {
-			args = append(args, "-ldflags", b.ldflags)
-		}
 		if bi, ok := debug.ReadBuildInfo(); ok {
 			for _, s := range bi.Settings {
 				switch {

@@ -19,12 +19,6 @@ import (
 // message has exactly its events in the log, however the kills fell, and a webhook
 // receives each of them at least once, always under the same webhook-id.
 
-// crashWebhookLease is the webhook lease of the crash loops' binary (main.webhookLease):
-// what a kill leaves leased is delivered once it ends, so the loops wait for it at the
-// end. The default, the 10 s attempt timeout plus a minute, left SMTPIngest idle for
-// about 70 s; 12 s still outlives an attempt, as the worker requires.
-const crashWebhookLease = 12 * time.Second
-
 // hookSink is a webhook receiver that records what it gets.
 type hookSink struct {
 	srv *httptest.Server
@@ -86,8 +80,7 @@ func (h *hookSink) register(r *rig, p *proc) {
 // waitFor waits until every (inbox, Message-ID) of want reached the receiver, and checks
 // that each came under one webhook-id, however often it came.
 func (h *hookSink) waitFor(t *testing.T, want map[[2]string]bool) {
-	// Leases end after crashWebhookLease; first retries come after 5, 10, 20, 40 s.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute) // first retries come after 5, 10, 20, 40 s
 	for {
 		h.mu.Lock()
 		missing := 0

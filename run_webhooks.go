@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/inboxd/inboxd/mail/events"
 	"github.com/inboxd/inboxd/mail/webhook"
@@ -14,25 +12,12 @@ import (
 // the other workers and stopped with them. The worker posts the payloads the hub rendered
 // for the streams, so an event both streamed and posted is rendered once.
 
-// webhookLease, when stamped at link time (-ldflags "-X main.webhookLease=12s"), is how
-// long a claimed webhook delivery stays its worker's; unstamped, as in every release, it is
-// the worker's default, its timeout plus a minute. The crash tests stamp their binary with
-// a shorter one: each kill leaves deliveries leased, and the tests wait out those leases
-// before checking that the webhook got every event (crash_events_test.go).
-var webhookLease string
-
 // buildWebhooks builds the event hub and the webhook worker.
 func (m *Main) buildWebhooks(ctx context.Context, _ *parts) (err error) {
-	var lease time.Duration
-	if webhookLease != "" {
-		if lease, err = time.ParseDuration(webhookLease); err != nil {
-			return fmt.Errorf("the binary's stamped webhook lease: %w", err)
-		}
-	}
 	if m.hub, err = events.New(ctx, m.store, events.Options{Log: m.Log}); err != nil {
 		return err
 	}
-	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log, Payloads: m.hub, Lease: lease})
+	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log, Payloads: m.hub})
 	return nil
 }
 
