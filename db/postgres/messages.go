@@ -155,17 +155,7 @@ func collectMessages(rows pgx.Rows, err error, read func(rowScanner, ...any) (*d
 
 // fillAttachments loads the attachment summaries of the messages that have attachments.
 func fillAttachments(ctx context.Context, q querier, msgs []db.Message) error {
-	var ids []int64
-	idx := map[int64]int{}
-	for i := range msgs {
-		if msgs[i].Attachments == nil {
-			msgs[i].Attachments = []db.AttachmentSummary{}
-		}
-		if msgs[i].AttachmentCount > 0 {
-			idx[msgs[i].ID] = i
-			ids = append(ids, msgs[i].ID)
-		}
-	}
+	ids, idx := db.AttachmentsToLoad(msgs)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -175,15 +165,7 @@ func fillAttachments(ctx context.Context, q querier, msgs []db.Message) error {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var a db.AttachmentSummary
-		var mid int64
-		if err := rows.Scan(&a.ID, &mid, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size); err != nil {
-			return err
-		}
-		msgs[idx[mid]].Attachments = append(msgs[idx[mid]].Attachments, a)
-	}
-	return rows.Err()
+	return db.FillAttachments(rows, msgs, idx)
 }
 
 // ListMessages returns one page of an inbox's messages, newest first (messages_by_time).

@@ -304,6 +304,6 @@ func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
 // fromMillis and millis are the one time encoding of the schema: bigint milliseconds
 // since the Unix epoch, UTC, as in the SQLite store.
-func fromMillis(ms int64) db.Time { return db.Time{Time: time.UnixMilli(ms).UTC()} }
+func fromMillis(ms int64) db.Time { return db.FromMillis(ms) }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }

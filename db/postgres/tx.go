@@ -95,14 +95,7 @@ func (u *unit) Suppressed(inboxID int64, addrs []string) (map[string]bool, error
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		suppressed[a] = true
-	}
-	return suppressed, rows.Err()
+	return db.ScanStringSet(rows)
 }
 
 func (u *unit) EnqueueOutbound(messageRow int64, recipients []string, at time.Time) error {

@@ -374,17 +374,9 @@ func (w *wtx) keepThreadLists(threadID int64) error {
 	if err != nil {
 		return err
 	}
-	var l db.Participants
-	for rows.Next() {
-		var from, to, cc string
-		if err := rows.Scan(&from, &to, &cc); err != nil {
-			rows.Close()
-			return err
-		}
-		l.Add(from, db.DecodeList(to), db.DecodeList(cc))
-	}
+	l, err := db.ScanParticipants(rows)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	_, err = w.exec(`UPDATE threads SET senders = $1, recipients = $2, labels = (SELECT COALESCE(json_agg(label ORDER BY label), '[]')::text
@@ -442,17 +434,9 @@ func (w *wtx) applyLabels(add, remove []string, where string, arg any) error {
 	if err != nil {
 		return err
 	}
-	var threads []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		threads = append(threads, id)
-	}
+	threads, err := db.ScanRows(rows, db.ScanInt64)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, t := range threads {

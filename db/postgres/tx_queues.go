@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -36,22 +34,7 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 		return nil, err
 	}
 	defer rows.Close()
-	var out []db.QueuedTriage
-	for rows.Next() {
-		var d db.QueuedTriage
-		j := &d.Job
-		var to, cc, signals string
-		var ts int64
-		if err := rows.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &signals); err != nil {
-			return nil, err
-		}
-		j.To, j.Cc, j.ReceivedAt = db.DecodeList(to), db.DecodeList(cc), fromMillis(ts).Time
-		if err := json.Unmarshal([]byte(signals), &j.Signals); err != nil {
-			return nil, fmt.Errorf("db: triage signals of message %d: %w", j.MessageRow, err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return db.ScanRows(rows, db.ScanQueuedTriage)
 }
 
 func (u *unit) MarkTriageCharged(messageRow int64, period string) error {

@@ -126,10 +126,7 @@ func (s *Store) IndexDocs(ctx context.Context, ids []int64) ([]db.IndexDoc, erro
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
+	args := idArgs(ids)
 	var out []db.IndexDoc
 	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error

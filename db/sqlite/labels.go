@@ -53,17 +53,9 @@ func applyLabels(ctx context.Context, tx *sql.Tx, add, remove []string, where st
 	if err != nil {
 		return err
 	}
-	var threads []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		threads = append(threads, id)
-	}
+	threads, err := db.ScanRows(rows, db.ScanInt64)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, t := range threads {

@@ -238,16 +238,9 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 		return err
 	}
 	var l threadLists
-	for rows.Next() {
-		var from, to, cc string
-		if err := rows.Scan(&from, &to, &cc); err != nil {
-			rows.Close()
-			return err
-		}
-		l.Add(from, db.DecodeList(to), db.DecodeList(cc))
-	}
+	l.Participants, err = db.ScanParticipants(rows)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT DISTINCT l.label FROM message_labels l JOIN messages m ON m.id = l.message_id
@@ -294,6 +287,15 @@ func triageFilterColumns(t *db.Triage) (cat, reply, urg sql.NullString) {
 func jsonText(v any) sql.NullString {
 	b, _ := json.Marshal(v)
 	return sql.NullString{String: string(b), Valid: true}
+}
+
+// idArgs are row ids as the arguments of an IN list.
+func idArgs(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
 }
 
 func placeholders(n int) string {
@@ -456,35 +458,17 @@ type querier interface {
 
 // fillAttachments loads the attachment summaries of the messages that have attachments.
 func fillAttachments(ctx context.Context, q querier, msgs []db.Message) error {
-	var args []any
-	idx := map[int64]int{}
-	for i := range msgs {
-		if msgs[i].Attachments == nil {
-			msgs[i].Attachments = []db.AttachmentSummary{}
-		}
-		if msgs[i].AttachmentCount > 0 {
-			idx[msgs[i].ID] = i
-			args = append(args, msgs[i].ID)
-		}
-	}
-	if len(args) == 0 {
+	ids, idx := db.AttachmentsToLoad(msgs)
+	if len(ids) == 0 {
 		return nil
 	}
 	rows, err := q.QueryContext(ctx, "SELECT id, message_id, uuid, filename, content_type, size FROM attachments WHERE message_id IN ("+
-		placeholders(len(args))+") ORDER BY message_id, position", args...)
+		placeholders(len(ids))+") ORDER BY message_id, position", idArgs(ids)...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var a db.AttachmentSummary
-		var mid int64
-		if err := rows.Scan(&a.ID, &mid, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size); err != nil {
-			return err
-		}
-		msgs[idx[mid]].Attachments = append(msgs[idx[mid]].Attachments, a)
-	}
-	return rows.Err()
+	return db.FillAttachments(rows, msgs, idx)
 }
 
 // fillLabelsAndAttachments loads labels and attachments of messages known by row id only.

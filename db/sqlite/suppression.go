@@ -56,12 +56,5 @@ func suppressedAmong(ctx context.Context, tx *sql.Tx, inboxID int64, addrs []str
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		suppressed[a] = true
-	}
-	return suppressed, rows.Err()
+	return db.ScanStringSet(rows)
 }

@@ -1,0 +1,128 @@
+package db
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Both stores read the same columns into the same model types; what turns a row into a
+// value, or several rows into a result, lives here once, and each store keeps only its
+// SQL and its driver. Rows and RowScanner are what database/sql's *sql.Rows and pgx's
+// Rows have in common, so this package imports neither.
+
+// RowScanner is one row of a query result.
+type RowScanner interface{ Scan(dest ...any) error }
+
+// Rows is a query result read row by row; the caller closes it.
+type Rows interface {
+	RowScanner
+	Next() bool
+	Err() error
+}
+
+// FromMillis is a stored millisecond timestamp as a Time in UTC.
+func FromMillis(ms int64) Time { return Time{Time: time.UnixMilli(ms).UTC()} }
+
+// ScanRows decodes every row of rows with scan, in order; no rows is a nil slice.
+func ScanRows[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ScanInt64 decodes a row of one integer column.
+func ScanInt64(row RowScanner) (int64, error) {
+	var v int64
+	err := row.Scan(&v)
+	return v, err
+}
+
+// ScanString decodes a row of one text column.
+func ScanString(row RowScanner) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
+// ScanStringSet reads rows of one text column as a set.
+func ScanStringSet(rows Rows) (map[string]bool, error) {
+	set := map[string]bool{}
+	for rows.Next() {
+		s, err := ScanString(rows)
+		if err != nil {
+			return nil, err
+		}
+		set[s] = true
+	}
+	return set, rows.Err()
+}
+
+// ScanQueuedTriage decodes a claimed triage queue row: the queue's message row, attempts
+// and whether it is charged, then the message's account, Message-ID, from, to, cc,
+// subject, received time (milliseconds) and the signals JSON.
+func ScanQueuedTriage(row RowScanner) (QueuedTriage, error) {
+	var d QueuedTriage
+	j := &d.Job
+	var to, cc, signals string
+	var ts int64
+	if err := row.Scan(&j.MessageRow, &j.Attempts, &d.Charged, &j.AccountID, &j.MessageID, &j.From, &to, &cc, &j.Subject, &ts, &signals); err != nil {
+		return d, err
+	}
+	j.To, j.Cc, j.ReceivedAt = DecodeList(to), DecodeList(cc), FromMillis(ts).Time
+	if err := json.Unmarshal([]byte(signals), &j.Signals); err != nil {
+		return d, fmt.Errorf("db: triage signals of message %d: %w", j.MessageRow, err)
+	}
+	return d, nil
+}
+
+// ScanParticipants reads rows of from, to and cc (to and cc as stored lists), in the
+// thread's order, into its participants.
+func ScanParticipants(rows Rows) (Participants, error) {
+	var p Participants
+	for rows.Next() {
+		var from, to, cc string
+		if err := rows.Scan(&from, &to, &cc); err != nil {
+			return p, err
+		}
+		p.Add(from, DecodeList(to), DecodeList(cc))
+	}
+	return p, rows.Err()
+}
+
+// AttachmentsToLoad gives every message an attachment list (empty, not nil) and returns
+// the ids of those that have attachments, with each id's index in msgs, for FillAttachments.
+func AttachmentsToLoad(msgs []Message) ([]int64, map[int64]int) {
+	var ids []int64
+	idx := map[int64]int{}
+	for i := range msgs {
+		if msgs[i].Attachments == nil {
+			msgs[i].Attachments = []AttachmentSummary{}
+		}
+		if msgs[i].AttachmentCount > 0 {
+			idx[msgs[i].ID] = i
+			ids = append(ids, msgs[i].ID)
+		}
+	}
+	return ids, idx
+}
+
+// FillAttachments appends rows of attachment id, message row, uuid, filename, content
+// type and size to the messages they belong to (idx from AttachmentsToLoad).
+func FillAttachments(rows Rows, msgs []Message, idx map[int64]int) error {
+	for rows.Next() {
+		var a AttachmentSummary
+		var mid int64
+		if err := rows.Scan(&a.ID, &mid, &a.AttachmentID, &a.Filename, &a.ContentType, &a.Size); err != nil {
+			return err
+		}
+		msgs[idx[mid]].Attachments = append(msgs[idx[mid]].Attachments, a)
+	}
+	return rows.Err()
+}
