@@ -4,48 +4,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/inboxd/inboxd/db"
-
-	json "github.com/segmentio/encoding/json"
 )
 
 // Webhooks in a unit of work (db.WebhookTx). The rules are in package db; here are the
 // rows. Filters are JSON arrays: they are read whole, never queried into.
 
-// webhookColumns are the columns scanWebhook reads, of webhooks w.
+// webhookColumns are the columns db.ScanWebhook reads, of webhooks w.
 const webhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
-
-func scanWebhook(r rowScanner) (*db.Webhook, error) {
-	var (
-		w                db.Webhook
-		types, ids, rows string
-		created, updated int64
-	)
-	if err := r.Scan(&w.Row, &w.WebhookID, &w.AccountID, &w.URL, &types, &ids, &rows, &w.Description, &w.Enabled, &w.Secret,
-		&created, &updated); err != nil {
-		return nil, err
-	}
-	w.CreatedAt, w.UpdatedAt = fromMillis(created), fromMillis(updated)
-	for _, f := range []struct {
-		raw string
-		dst any
-	}{{types, &w.EventTypes}, {ids, &w.InboxIDs}, {rows, &w.InboxRows}} {
-		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return nil, err
-		}
-	}
-	return &w, nil
-}
-
-// webhookArgs are the stored columns of w after id and uuid, in webhookColumns' order.
-func webhookArgs(w *db.Webhook) []any {
-	rows := w.InboxRows
-	if rows == nil {
-		rows = []int64{}
-	}
-	b, _ := json.Marshal(rows)
-	return []any{w.AccountID, w.URL, db.EncodeList(w.EventTypes), db.EncodeList(w.InboxIDs), string(b), w.Description, w.Enabled, w.Secret,
-		millis(w.CreatedAt.Time), millis(w.UpdatedAt.Time)}
-}
 
 func webhookNotFound(id string) error {
 	return db.Errorf(db.ECodeNotFound, "webhook %s not found", id)
@@ -66,12 +31,12 @@ func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
 	var id int64
 	err := u.queryRow(`INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
 		enabled, secret, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
-		append([]any{w.WebhookID}, webhookArgs(w)...)...).Scan(&id)
+		append([]any{w.WebhookID}, db.WebhookValues(w)...)...).Scan(&id)
 	return id, err
 }
 
 func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
-	w, err := scanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2", webhookID, accountID))
+	w, err := db.ScanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2", webhookID, accountID))
 	if noRows(err) {
 		return nil, webhookNotFound(webhookID)
 	}
@@ -79,7 +44,7 @@ func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
 }
 
 func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) {
-	w, err := scanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = $1 AND w.secret = $2", accountID, secret))
+	w, err := db.ScanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = $1 AND w.secret = $2", accountID, secret))
 	if noRows(err) {
 		return nil, nil
 	}
@@ -88,7 +53,7 @@ func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) 
 
 func (u *unit) SaveWebhook(w *db.Webhook) error {
 	_, err := u.exec(`UPDATE webhooks SET account_id = $1, url = $2, event_types = $3, inbox_ids = $4, inbox_rows = $5,
-		description = $6, enabled = $7, secret = $8, created_at = $9, updated_at = $10 WHERE id = $11`, append(webhookArgs(w), w.Row)...)
+		description = $6, enabled = $7, secret = $8, created_at = $9, updated_at = $10 WHERE id = $11`, append(db.WebhookValues(w), w.Row)...)
 	return err
 }
 
@@ -140,7 +105,7 @@ func collectWebhooks(rows pgx.Rows) ([]db.Webhook, error) {
 	defer rows.Close()
 	var out []db.Webhook
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.ScanWebhook(rows)
 		if err != nil {
 			return nil, err
 		}

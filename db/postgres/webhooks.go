@@ -19,7 +19,7 @@ import (
 //
 // Errors: not_found (unknown, or another account's).
 func (s *Store) GetWebhook(ctx context.Context, accountID, webhookID string) (*db.Webhook, error) {
-	w, err := scanWebhook(s.pool.QueryRow(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2",
+	w, err := db.ScanWebhook(s.pool.QueryRow(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2",
 		webhookID, accountID))
 	if noRows(err) {
 		return nil, webhookNotFound(webhookID)
@@ -40,7 +40,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 	q := "SELECT " + webhookColumns + " FROM webhooks w WHERE w.account_id = " + args.add(accountID)
 	rows, err := s.pool.Query(ctx, q+keyset("w.created_at", "w.id", true, c, limit, &args), args...)
 	out, err := collect(rows, err, func(r pgx.CollectableRow) (db.Webhook, error) {
-		w, err := scanWebhook(r)
+		w, err := db.ScanWebhook(r)
 		if err != nil {
 			return db.Webhook{}, err
 		}
@@ -177,38 +177,18 @@ func (w *wtx) loadHookJobs(ids []int64, token string) ([]db.HookJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	var seqs []int64
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.HookJob, error) {
-		var j db.HookJob
-		var created int64
-		wh, err := scanWebhook(prefixScanner{r, []any{&j.Row, &j.Attempt, &created, &j.Event.Seq}})
-		if err != nil {
-			return j, err
-		}
-		j.Claim, j.Webhook, j.CreatedAt = token, *wh, time.UnixMilli(created).UTC()
-		seqs = append(seqs, j.Event.Seq)
-		return j, nil
-	})
+	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token) })
+	rows.Close()
 	if err != nil {
 		return nil, err
 	}
-	events, err := eventsBySeq(w.ctx, w.q(), seqs)
+	events, err := eventsBySeq(w.ctx, w.q(), db.HookJobSeqs(jobs))
 	if err != nil {
 		return nil, err
 	}
-	for i := range jobs {
-		jobs[i].Event = events[jobs[i].Event.Seq]
-	}
+	db.AttachHookEvents(jobs, events)
 	return jobs, nil
 }
-
-// prefixScanner scans the columns of prefix before the ones its caller asks for.
-type prefixScanner struct {
-	row    rowScanner
-	prefix []any
-}
-
-func (p prefixScanner) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
 
 // FinishHookDelivery records an attempt, when the lease that made it still holds.
 func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookOutcome) (bool, error) {

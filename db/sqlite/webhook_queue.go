@@ -132,40 +132,18 @@ func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]d
 	if err != nil {
 		return nil, err
 	}
-	var jobs []db.HookJob
-	var seqs []any
-	for rows.Next() {
-		var j db.HookJob
-		var created, seq int64
-		w, err := scanWebhook(prefixScanner{rows, []any{&j.Row, &j.Attempt, &created, &seq}})
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		j.Claim, j.Webhook, j.CreatedAt, j.Event.Seq = token, *w, time.UnixMilli(created).UTC(), seq
-		jobs, seqs = append(jobs, j), append(seqs, seq)
-	}
+	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token) })
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	events, err := eventsBySeq(ctx, tx, seqs)
 	if err != nil {
 		return nil, err
 	}
-	for i := range jobs {
-		jobs[i].Event = events[jobs[i].Event.Seq]
+	events, err := eventsBySeq(ctx, tx, idArgs(db.HookJobSeqs(jobs)))
+	if err != nil {
+		return nil, err
 	}
+	db.AttachHookEvents(jobs, events)
 	return jobs, nil
 }
-
-// prefixScanner scans the columns of prefix before the ones its caller asks for.
-type prefixScanner struct {
-	rows   *sql.Rows
-	prefix []any
-}
-
-func (p prefixScanner) Scan(dest ...any) error { return p.rows.Scan(append(p.prefix, dest...)...) }
 
 func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Event, error) {
 	out := map[int64]db.Event{}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,52 +13,6 @@ import (
 // here are the rows. Filters are JSON arrays: they are read whole, never queried into.
 
 const webhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
-
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanWebhook(r rowScanner) (*db.Webhook, error) {
-	var (
-		w                db.Webhook
-		types, ids, rows string
-		created, updated int64
-		enabled          int64
-	)
-	if err := r.Scan(&w.Row, &w.WebhookID, &w.AccountID, &w.URL, &types, &ids, &rows, &w.Description, &enabled, &w.Secret,
-		&created, &updated); err != nil {
-		return nil, err
-	}
-	w.Enabled = enabled != 0
-	w.CreatedAt, w.UpdatedAt = db.Time{Time: time.UnixMilli(created).UTC()}, db.Time{Time: time.UnixMilli(updated).UTC()}
-	for _, f := range []struct {
-		raw string
-		dst any
-	}{{types, &w.EventTypes}, {ids, &w.InboxIDs}, {rows, &w.InboxRows}} {
-		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return nil, err
-		}
-	}
-	return &w, nil
-}
-
-// webhookArgs are the stored columns of w after id and uuid, in webhookColumns' order.
-func webhookArgs(w *db.Webhook) []any {
-	return []any{w.AccountID, w.URL, jsonText(nonNilStrings(w.EventTypes)), jsonText(nonNilStrings(w.InboxIDs)),
-		jsonText(nonNilRows(w.InboxRows)), w.Description, w.Enabled, w.Secret, millis(w.CreatedAt.Time), millis(w.UpdatedAt.Time)}
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func nonNilRows(s []int64) []int64 {
-	if s == nil {
-		return []int64{}
-	}
-	return s
-}
 
 func webhookNotFound(id string) error {
 	return db.Errorf(db.ECodeNotFound, "webhook %s not found", id)
@@ -75,7 +28,7 @@ func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
 	var id int64
 	err := u.tx.QueryRowContext(u.ctx, `INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
 		enabled, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		append([]any{w.WebhookID}, webhookArgs(w)...)...).Scan(&id)
+		append([]any{w.WebhookID}, db.WebhookValues(w)...)...).Scan(&id)
 	return id, err
 }
 
@@ -84,7 +37,7 @@ func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
 }
 
 func webhookOf(ctx context.Context, q rowQuerier, accountID, webhookID string) (*db.Webhook, error) {
-	w, err := scanWebhook(q.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = ? AND w.account_id = ?",
+	w, err := db.ScanWebhook(q.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = ? AND w.account_id = ?",
 		webhookID, accountID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, webhookNotFound(webhookID)
@@ -93,7 +46,7 @@ func webhookOf(ctx context.Context, q rowQuerier, accountID, webhookID string) (
 }
 
 func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) {
-	w, err := scanWebhook(u.tx.QueryRowContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.secret = ?",
+	w, err := db.ScanWebhook(u.tx.QueryRowContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.secret = ?",
 		accountID, secret))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -103,7 +56,7 @@ func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) 
 
 func (u *unit) SaveWebhook(w *db.Webhook) error {
 	_, err := u.tx.ExecContext(u.ctx, `UPDATE webhooks SET account_id = ?, url = ?, event_types = ?, inbox_ids = ?, inbox_rows = ?,
-		description = ?, enabled = ?, secret = ?, created_at = ?, updated_at = ? WHERE id = ?`, append(webhookArgs(w), w.Row)...)
+		description = ?, enabled = ?, secret = ?, created_at = ?, updated_at = ? WHERE id = ?`, append(db.WebhookValues(w), w.Row)...)
 	return err
 }
 
@@ -121,7 +74,7 @@ func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
 	defer rows.Close()
 	var out []db.Webhook
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.ScanWebhook(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +114,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 	defer rows.Close()
 	out := []db.Webhook{}
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.ScanWebhook(rows)
 		if err != nil {
 			return nil, "", storageError(err)
 		}

@@ -1,0 +1,80 @@
+package db
+
+import "encoding/json"
+
+// The stored webhook row both stores read and write: its filters are JSON arrays, read
+// whole and never queried into, and its times are milliseconds.
+
+// ScanWebhook decodes a webhook row: id, uuid, account, URL, event types, inbox ids and
+// inbox rows (JSON arrays), description, enabled, secret, created and updated.
+// A scan error (no row among them) is returned as it is.
+func ScanWebhook(r RowScanner) (*Webhook, error) {
+	var (
+		w                Webhook
+		types, ids, rows string
+		created, updated int64
+	)
+	if err := r.Scan(&w.Row, &w.WebhookID, &w.AccountID, &w.URL, &types, &ids, &rows, &w.Description, &w.Enabled, &w.Secret,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	w.CreatedAt, w.UpdatedAt = FromMillis(created), FromMillis(updated)
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{types, &w.EventTypes}, {ids, &w.InboxIDs}, {rows, &w.InboxRows}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return nil, err
+		}
+	}
+	return &w, nil
+}
+
+// WebhookValues are the stored columns of w after id and uuid, in ScanWebhook's order.
+func WebhookValues(w *Webhook) []any {
+	rows := w.InboxRows
+	if rows == nil {
+		rows = []int64{}
+	}
+	b, _ := json.Marshal(rows)
+	return []any{w.AccountID, w.URL, EncodeList(w.EventTypes), EncodeList(w.InboxIDs), string(b), w.Description, w.Enabled, w.Secret,
+		w.CreatedAt.UnixMilli(), w.UpdatedAt.UnixMilli()}
+}
+
+// ScanHookJob decodes a claimed delivery row: its id, attempt, created time and event
+// seq, then its webhook's columns as ScanWebhook reads them. The event is only its
+// seq until AttachHookEvents.
+func ScanHookJob(r RowScanner, claim string) (HookJob, error) {
+	var j HookJob
+	var created int64
+	wh, err := ScanWebhook(prefixScanner{r, []any{&j.Row, &j.Attempt, &created, &j.Event.Seq}})
+	if err != nil {
+		return j, err
+	}
+	j.Claim, j.Webhook, j.CreatedAt = claim, *wh, FromMillis(created).Time
+	return j, nil
+}
+
+// HookJobSeqs are the event seqs of jobs, for reading their events.
+func HookJobSeqs(jobs []HookJob) []int64 {
+	seqs := make([]int64, len(jobs))
+	for i, j := range jobs {
+		seqs[i] = j.Event.Seq
+	}
+	return seqs
+}
+
+// AttachHookEvents gives each job its event, by seq.
+func AttachHookEvents(jobs []HookJob, events map[int64]Event) {
+	for i := range jobs {
+		jobs[i].Event = events[jobs[i].Event.Seq]
+	}
+}
+
+// prefixScanner scans the columns of prefix before the ones its caller asks for.
+type prefixScanner struct {
+	row    RowScanner
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
