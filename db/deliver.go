@@ -165,6 +165,24 @@ type ThreadRef struct {
 	UUID string
 }
 
+// ScanThreadRefs reads rows of Message-ID, thread row and thread uuid into the threads
+// by Message-ID. found may already hold some; it is returned.
+func ScanThreadRefs(rows Rows, found map[string]ThreadRef) (map[string]ThreadRef, error) {
+	err := EachRow(rows, func(r RowScanner) error {
+		var mid string
+		var t ThreadRef
+		if err := r.Scan(&mid, &t.Row, &t.UUID); err != nil {
+			return err
+		}
+		found[mid] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
 // chooseThread finds the thread of a new message (API-NOTES section 5): the one named by
 // ThreadID (a reply joins its original's; made when it is not there), else the thread of
 // the stored, non-quarantined message of the inbox that its headers name last

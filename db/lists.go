@@ -1,6 +1,10 @@
 package db
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
 
 // Both stores keep a list of addresses, references or labels in one text column as a JSON
 // array: EncodeList and DecodeList are that encoding's one home.
@@ -19,4 +23,15 @@ func DecodeList(s string) []string {
 	out := []string{}
 	_ = json.Unmarshal([]byte(s), &out)
 	return out
+}
+
+// LabelSet is the union of label lists, sorted, each once: the labels a thread row keeps.
+func LabelSet(labels ...[]string) []string {
+	set := map[string]bool{}
+	for _, ls := range labels {
+		for _, l := range ls {
+			set[l] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }

@@ -1,6 +1,9 @@
 package db
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // The test double's view of sent mail (extensions section 6): the outbox is every message
 // sent through the API since the server started or the outbox was cleared, whatever its
@@ -47,4 +50,29 @@ type TestDouble interface {
 	// indexes; the review dashboard's operators and audit log stay as they are.
 	// Errors: not_found (no snapshot was taken).
 	ResetToSnapshot(ctx context.Context) error
+}
+
+// ScanOutboxItem decodes an outbox row: the message's row id, Message-ID, inbox address,
+// from, to, cc and bcc (stored lists), subject, delivery (JSON or NULL) and time
+// (milliseconds), then the store's own columns into extra. Raw is left for the store to
+// read, by the row id returned.
+func ScanOutboxItem(r RowScanner, extra ...any) (OutboxItem, int64, error) {
+	var (
+		it          OutboxItem
+		row, ts     int64
+		to, cc, bcc string
+		delivery    *string
+	)
+	dest := append([]any{&row, &it.MessageID, &it.InboxID, &it.From, &to, &cc, &bcc, &it.Subject, &delivery, &ts}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return it, 0, err
+	}
+	it.To, it.Cc, it.Bcc, it.CreatedAt = DecodeList(to), DecodeList(cc), DecodeList(bcc), FromMillis(ts)
+	if delivery != nil {
+		it.Delivery = new(Delivery)
+		if err := json.Unmarshal([]byte(*delivery), it.Delivery); err != nil {
+			return it, 0, err
+		}
+	}
+	return it, row, nil
 }

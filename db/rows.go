@@ -24,17 +24,28 @@ type Rows interface {
 // FromMillis is a stored millisecond timestamp as a Time in UTC.
 func FromMillis(ms int64) Time { return Time{Time: time.UnixMilli(ms).UTC()} }
 
+// EachRow calls each for every row of rows, in order, and stops at its first error.
+func EachRow(rows Rows, each func(RowScanner) error) error {
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // ScanRows decodes every row of rows with scan, in order; no rows is a nil slice.
 func ScanRows[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
 	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
+	err := EachRow(rows, func(r RowScanner) error {
+		v, err := scan(r)
 		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ScanInt64 decodes a row of one integer column.
@@ -53,15 +64,15 @@ func ScanString(row RowScanner) (string, error) {
 
 // ScanStringSet reads rows of one text column as a set.
 func ScanStringSet(rows Rows) (map[string]bool, error) {
-	set := map[string]bool{}
-	for rows.Next() {
-		s, err := ScanString(rows)
-		if err != nil {
-			return nil, err
-		}
+	list, err := ScanRows(rows, ScanString)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(list))
+	for _, s := range list {
 		set[s] = true
 	}
-	return set, rows.Err()
+	return set, nil
 }
 
 // ScanQueuedTriage decodes a claimed triage queue row: the queue's message row, attempts
@@ -125,4 +136,27 @@ func FillAttachments(rows Rows, msgs []Message, idx map[int64]int) error {
 		msgs[idx[mid]].Attachments = append(msgs[idx[mid]].Attachments, a)
 	}
 	return rows.Err()
+}
+
+// ScanInbox decodes an inbox row: id, uuid, account, address, display name and group
+// (both may be NULL), delivery status, setup available, created (milliseconds) and
+// retired at (NULL while it lives).
+func ScanInbox(row RowScanner) (*Inbox, error) {
+	var (
+		in      Inbox
+		display *string
+		created int64
+		retired *int64
+	)
+	if err := row.Scan(&in.ID, &in.UUID, &in.AccountID, &in.Address, &display, &in.Group, &in.DeliveryStatus, &in.SetupAvailable,
+		&created, &retired); err != nil {
+		return nil, err
+	}
+	in.InboxID = in.Address
+	if display != nil {
+		in.DisplayName = *display
+	}
+	in.CreatedAt = FromMillis(created)
+	in.Retired = retired != nil
+	return &in, nil
 }

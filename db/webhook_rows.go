@@ -5,6 +5,14 @@ import "encoding/json"
 // The stored webhook row both stores read and write: its filters are JSON arrays, read
 // whole and never queried into, and its times are milliseconds.
 
+// WebhookColumns are the columns ScanWebhook reads, in its order, of webhooks w.
+const WebhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
+
+// WebhookNotFound is the error for a webhook id the account does not have.
+func WebhookNotFound(id string) error {
+	return Errorf(ECodeNotFound, "webhook %s not found", id)
+}
+
 // ScanWebhook decodes a webhook row: id, uuid, account, URL, event types, inbox ids and
 // inbox rows (JSON arrays), description, enabled, secret, created and updated.
 // A scan error (no row among them) is returned as it is.

@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"sort"
-
 	"github.com/inboxd/inboxd/db"
 
 	// A drop-in encoding/json with cached codecs: list pages decode the triage,
@@ -37,16 +35,6 @@ func nullString(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// sortedKeys returns the members of set in order.
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // triageFilterColumns are the copies of a complete triage result that list filters match

@@ -14,30 +14,11 @@ import (
 // Reading the event log (db.EventLog); appends and the signal that wakes readers on
 // every process are in log.go, which says how seq follows commit order.
 
-// eventColumns are what scanEvent reads, of events e and its inbox i.
+// eventColumns are what db.ScanEvent reads, of events e and its inbox i.
 const eventColumns = `e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
 	e.message_id, e.thread_id, e.detail`
 
 const eventFrom = " FROM events e JOIN inboxes i ON i.id = e.inbox_id"
-
-func scanEvent(r rowScanner) (db.Event, error) {
-	var (
-		e      db.Event
-		at     int64
-		detail *string
-	)
-	if err := r.Scan(&e.Seq, &e.EventID, &e.AccountID, &e.InboxRow, &e.InboxID, &e.Type, &at, &e.MessageRow,
-		&e.MessageID, &e.ThreadID, &detail); err != nil {
-		return e, err
-	}
-	e.OccurredAt = time.UnixMilli(at).UTC()
-	var d eventDetail
-	if err := parseJSON(detail, &d); err != nil {
-		return e, err
-	}
-	e.Delivery, e.Recipients, e.Labels = d.Delivery, d.Recipients, d.Labels
-	return e, nil
-}
 
 // Events returns up to limit events after seq that pass f, in commit order.
 func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit int) ([]db.Event, error) {
@@ -58,7 +39,7 @@ func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit
 	if err != nil {
 		return nil, storageError(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Event, error) { return scanEvent(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Event, error) { return db.ScanEvent(r) })
 	return out, storageError(err)
 }
 
@@ -69,15 +50,7 @@ func eventsBySeq(ctx context.Context, q querier, seqs []int64) (map[int64]db.Eve
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[int64]db.Event{}
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out[e.Seq] = e
-	}
-	return out, rows.Err()
+	return db.ScanEventsBySeq(rows)
 }
 
 // EventBounds returns the newest seq ever committed and the newest seq retention dropped.

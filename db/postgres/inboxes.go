@@ -68,7 +68,7 @@ func (s *Store) inboxAt(ctx context.Context, addr string) (*db.Inbox, error) {
 
 // inboxWhere reads the inbox that cond (on inboxes i) selects; pgx.ErrNoRows when none.
 func (s *Store) inboxWhere(ctx context.Context, cond string, arg any) (*db.Inbox, error) {
-	in, err := scanInbox(s.pool.QueryRow(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE "+cond, arg))
+	in, err := db.ScanInbox(s.pool.QueryRow(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE "+cond, arg))
 	if err != nil && !noRows(err) {
 		return nil, storageError(err)
 	}
@@ -96,7 +96,7 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 		return nil, "", storageError(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.Inbox, error) {
-		in, err := scanInbox(r)
+		in, err := db.ScanInbox(r)
 		if err != nil {
 			return db.Inbox{}, err
 		}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -86,24 +85,12 @@ func (w *wtx) queueChanges(b *pgx.Batch, query string, args ...any) {
 		WHERE log_heads.name = 'index_queue' AND s.seq IS NOT NULL`, args...)
 }
 
-// eventDetail is what an event keeps of its moment (db.NewEvent).
-type eventDetail struct {
-	Delivery   *db.Delivery `json:"delivery,omitempty"`
-	Recipients []string     `json:"recipients,omitempty"`
-	Labels     []string     `json:"labels,omitempty"`
-}
-
 // appendEvent appends e to the event log, moves its head and announces it to every
 // process once w commits.
 func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
-	var detail *string
-	if e.Delivery != nil || e.Recipients != nil || e.Labels != nil {
-		b, err := json.Marshal(eventDetail{Delivery: e.Delivery, Recipients: e.Recipients, Labels: e.Labels})
-		if err != nil {
-			return db.AppendedEvent{}, err
-		}
-		s := string(b)
-		detail = &s
+	detail, err := db.EventDetail(e)
+	if err != nil {
+		return db.AppendedEvent{}, err
 	}
 	var a db.AppendedEvent
 	id := newRowUUID()

@@ -41,24 +41,9 @@ func (s *Store) Outbox(ctx context.Context, f db.OutboxFilter) ([]db.OutboxItem,
 		}
 		var msgRows []int64
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.OutboxItem, error) {
-			var (
-				it          db.OutboxItem
-				row, ts     int64
-				to, cc, bcc string
-				delivery    *string
-			)
-			if err := r.Scan(&row, &it.MessageID, &it.InboxID, &it.From, &to, &cc, &bcc, &it.Subject, &delivery, &ts); err != nil {
-				return it, err
-			}
-			it.To, it.Cc, it.Bcc, it.CreatedAt = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(bcc), fromMillis(ts)
-			if delivery != nil {
-				it.Delivery = new(db.Delivery)
-				if err := parseJSON(delivery, it.Delivery); err != nil {
-					return it, err
-				}
-			}
+			it, row, err := db.ScanOutboxItem(r)
 			msgRows = append(msgRows, row)
-			return it, nil
+			return it, err
 		})
 		if err != nil {
 			return err

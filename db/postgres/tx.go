@@ -115,7 +115,7 @@ func (u *unit) InboxAccount(inboxID int64) (string, error) {
 }
 
 func (u *unit) InboxAt(address string) (*db.Inbox, error) {
-	in, err := scanInbox(u.queryRow("SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = $1", address))
+	in, err := db.ScanInbox(u.queryRow("SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = $1", address))
 	if noRows(err) {
 		return nil, nil
 	}
@@ -252,25 +252,5 @@ func (w *wtx) audit(e db.AuditEntry) error {
 
 func (u *unit) AppendEvent(e db.NewEvent) (db.AppendedEvent, error) { return u.appendEvent(e) }
 
-// inboxColumns are the columns scanInbox reads, of inboxes i.
+// inboxColumns are the columns db.ScanInbox reads, of inboxes i.
 const inboxColumns = "i.id, i.uuid, i.account_id, i.address, i.display_name, i.grp, i.delivery_status, i.setup_available, i.created_at, i.retired_at"
-
-func scanInbox(row rowScanner) (*db.Inbox, error) {
-	var (
-		in      db.Inbox
-		display *string
-		created int64
-		retired *int64
-	)
-	if err := row.Scan(&in.ID, &in.UUID, &in.AccountID, &in.Address, &display, &in.Group, &in.DeliveryStatus, &in.SetupAvailable,
-		&created, &retired); err != nil {
-		return nil, err
-	}
-	in.InboxID = in.Address
-	if display != nil {
-		in.DisplayName = *display
-	}
-	in.CreatedAt = fromMillis(created)
-	in.Retired = retired != nil
-	return &in, nil
-}

@@ -79,15 +79,7 @@ func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, 
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var mid string
-		var t db.ThreadRef
-		if err := rows.Scan(&mid, &t.Row, &t.UUID); err != nil {
-			return nil, err
-		}
-		found[mid] = t
-	}
-	return found, rows.Err()
+	return db.ScanThreadRefs(rows, found)
 }
 
 func (u *unit) NewThread(inboxID int64, uuid string) (db.ThreadRef, error) {
@@ -270,7 +262,7 @@ func (w *wtx) queueSettleThread(b *pgx.Batch, threadRow, messageRow int64, n *db
 		received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7, senders = $8, recipients = $9, labels = $10
 		WHERE id = $11 AND message_count = 0`,
 		messageRow, ts, len(n.Attachments), received, sent, hasLabel(n.Labels, db.LabelTrash), n.Quarantined(),
-		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(labelSet(n.Labels)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(db.LabelSet(n.Labels)), threadRow)
 }
 
 func hasLabel(labels []string, l string) bool {
@@ -280,17 +272,6 @@ func hasLabel(labels []string, l string) bool {
 		}
 	}
 	return false
-}
-
-// labelSet is labels sorted, each once.
-func labelSet(labels ...[]string) []string {
-	set := map[string]bool{}
-	for _, ls := range labels {
-		for _, l := range ls {
-			set[l] = true
-		}
-	}
-	return sortedKeys(set)
 }
 
 // appendToThread adds a message to the aggregates of the thread it joined, locking the
@@ -333,7 +314,7 @@ func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) erro
 		attachment_count = attachment_count + $3, received_ts = $4, sent_ts = $5, all_trashed = $6, quarantined = $7,
 		senders = $8, recipients = $9, labels = $10 WHERE id = $11`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(labelSet(db.DecodeList(*labels), n.Labels)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(db.LabelSet(db.DecodeList(*labels), n.Labels)), threadRow)
 	return err
 }
 

@@ -9,13 +9,6 @@ import (
 // Webhooks in a unit of work (db.WebhookTx). The rules are in package db; here are the
 // rows. Filters are JSON arrays: they are read whole, never queried into.
 
-// webhookColumns are the columns db.ScanWebhook reads, of webhooks w.
-const webhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
-
-func webhookNotFound(id string) error {
-	return db.Errorf(db.ECodeNotFound, "webhook %s not found", id)
-}
-
 // CountWebhooks locks the account: the webhook limit check that reads it holds until the
 // commit.
 func (u *unit) CountWebhooks(accountID string) (int, error) {
@@ -36,15 +29,15 @@ func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
 }
 
 func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
-	w, err := db.ScanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2", webhookID, accountID))
+	w, err := db.ScanWebhook(u.queryRow("SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2", webhookID, accountID))
 	if noRows(err) {
-		return nil, webhookNotFound(webhookID)
+		return nil, db.WebhookNotFound(webhookID)
 	}
 	return w, err
 }
 
 func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) {
-	w, err := db.ScanWebhook(u.queryRow("SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = $1 AND w.secret = $2", accountID, secret))
+	w, err := db.ScanWebhook(u.queryRow("SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.account_id = $1 AND w.secret = $2", accountID, secret))
 	if noRows(err) {
 		return nil, nil
 	}
@@ -65,7 +58,7 @@ func (u *unit) DeleteWebhook(row int64) error {
 
 // enabledWebhooksSQL selects the enabled webhooks of the account named by the subquery
 // or argument appended to it.
-const enabledWebhooksSQL = "SELECT " + webhookColumns + " FROM webhooks w WHERE w.enabled AND w.account_id = "
+const enabledWebhooksSQL = "SELECT " + db.WebhookColumns + " FROM webhooks w WHERE w.enabled AND w.account_id = "
 
 // EnabledWebhooks is asked for right after an event is appended (db.RecordEvent), which
 // read them in its round trip (queueEnabledWebhooks): the log lock is held by then, and

@@ -19,10 +19,10 @@ import (
 //
 // Errors: not_found (unknown, or another account's).
 func (s *Store) GetWebhook(ctx context.Context, accountID, webhookID string) (*db.Webhook, error) {
-	w, err := db.ScanWebhook(s.pool.QueryRow(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2",
+	w, err := db.ScanWebhook(s.pool.QueryRow(ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.uuid = $1 AND w.account_id = $2",
 		webhookID, accountID))
 	if noRows(err) {
-		return nil, webhookNotFound(webhookID)
+		return nil, db.WebhookNotFound(webhookID)
 	}
 	return w, storageError(err)
 }
@@ -37,7 +37,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 		return nil, "", err
 	}
 	var args sqlArgs
-	q := "SELECT " + webhookColumns + " FROM webhooks w WHERE w.account_id = " + args.add(accountID)
+	q := "SELECT " + db.WebhookColumns + " FROM webhooks w WHERE w.account_id = " + args.add(accountID)
 	rows, err := s.pool.Query(ctx, q+keyset("w.created_at", "w.id", true, c, limit, &args), args...)
 	out, err := collect(rows, err, func(r pgx.CollectableRow) (db.Webhook, error) {
 		w, err := db.ScanWebhook(r)
@@ -172,7 +172,7 @@ func (w *wtx) dueHookRows(c db.HookClaim) ([]int64, error) {
 
 // loadHookJobs reads the claimed rows with their webhooks and events.
 func (w *wtx) loadHookJobs(ids []int64, token string) ([]db.HookJob, error) {
-	rows, err := w.query("SELECT d.id, d.attempt, d.created_at, d.event_seq, "+webhookColumns+
+	rows, err := w.query("SELECT d.id, d.attempt, d.created_at, d.event_seq, "+db.WebhookColumns+
 		" FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ANY($1) ORDER BY d.id", ids)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,22 +51,15 @@ func (e *eventSignal) fireIfAppended() {
 	e.mu.Unlock()
 }
 
-// eventDetail is what an event keeps of its moment (db.NewEvent).
-type eventDetail struct {
-	Delivery   *db.Delivery `json:"delivery,omitempty"`
-	Recipients []string     `json:"recipients,omitempty"`
-	Labels     []string     `json:"labels,omitempty"`
-}
-
 // appendEvent appends e in tx and marks sig to fire after the commit.
 func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEvent) (db.AppendedEvent, error) {
-	var detail sql.NullString
-	if e.Delivery != nil || e.Recipients != nil || e.Labels != nil {
-		detail = jsonText(eventDetail{Delivery: e.Delivery, Recipients: e.Recipients, Labels: e.Labels})
+	detail, err := db.EventDetail(e)
+	if err != nil {
+		return db.AppendedEvent{}, err
 	}
 	var a db.AppendedEvent
 	id := newRowUUID()
-	err := tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
+	err = tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 		SELECT ?, i.account_id, m.inbox_id, ?, ?, m.id, m.message_id, (SELECT t.uuid FROM threads t WHERE t.id = m.thread_id), ?
 		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = ? RETURNING seq, account_id, inbox_id`,
 		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
@@ -116,37 +108,10 @@ func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			e, err := scanEvent(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = db.ScanRows(rows, db.ScanEvent)
+		return err
 	})
 	return out, err
-}
-
-func scanEvent(rows *sql.Rows) (db.Event, error) {
-	var (
-		e      db.Event
-		at     int64
-		detail sql.NullString
-	)
-	if err := rows.Scan(&e.Seq, &e.EventID, &e.AccountID, &e.InboxRow, &e.InboxID, &e.Type, &at, &e.MessageRow,
-		&e.MessageID, &e.ThreadID, &detail); err != nil {
-		return e, err
-	}
-	e.OccurredAt = time.UnixMilli(at).UTC()
-	if detail.Valid {
-		var d eventDetail
-		if err := json.Unmarshal([]byte(detail.String), &d); err != nil {
-			return e, err
-		}
-		e.Delivery, e.Recipients, e.Labels = d.Delivery, d.Recipients, d.Labels
-	}
-	return e, nil
 }
 
 // EventBounds returns the newest seq ever committed and the newest retention dropped.

@@ -13,28 +13,6 @@ import (
 
 const inboxColumns = "i.id, i.uuid, i.account_id, i.address, i.display_name, i.grp, i.delivery_status, i.setup_available, i.created_at, i.retired_at"
 
-func scanInbox(row interface{ Scan(...any) error }) (*db.Inbox, error) {
-	var (
-		in      db.Inbox
-		display sql.NullString
-		group   sql.NullString
-		created int64
-		retired sql.NullInt64
-	)
-	if err := row.Scan(&in.ID, &in.UUID, &in.AccountID, &in.Address, &display, &group, &in.DeliveryStatus, &in.SetupAvailable, &created, &retired); err != nil {
-		return nil, err
-	}
-	in.InboxID = in.Address
-	in.DisplayName = display.String
-	if group.Valid {
-		g := group.String
-		in.Group = &g
-	}
-	in.CreatedAt = fromMillis(created)
-	in.Retired = retired.Valid
-	return &in, nil
-}
-
 // inboxAllowance reads what decides whether an account may have one more inbox
 // (db.Tx.InboxAllowance).
 func inboxAllowance(ctx context.Context, tx *sql.Tx, accountID string) (db.InboxAllowance, error) {
@@ -74,7 +52,7 @@ func (s *Store) InboxByAddress(ctx context.Context, accountID, address string) (
 //
 // Errors: not_found.
 func (s *Store) InboxByRowID(ctx context.Context, id int64) (*db.Inbox, error) {
-	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.id = ?", id))
+	in, err := db.ScanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, db.Errorf(db.ECodeNotFound, "inbox not found")
 	}
@@ -119,7 +97,7 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 	defer rows.Close()
 	out := []db.Inbox{}
 	for rows.Next() {
-		in, err := scanInbox(rows)
+		in, err := db.ScanInbox(rows)
 		if err != nil {
 			return nil, "", err
 		}
@@ -197,7 +175,7 @@ func (s *Store) inboxByAddress(ctx context.Context, addr string) (*db.Inbox, err
 		return in, nil
 	}
 	gen := s.inboxes.generation()
-	in, err := scanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", addr))
+	in, err := db.ScanInbox(s.r.QueryRowContext(ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", addr))
 	if err == nil {
 		s.inboxes.put(addr, gen, in)
 	}

@@ -26,11 +26,7 @@ func settleThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64, 
 	}
 	var l threadLists
 	l.Add(n.From, n.To, n.Cc)
-	labels := map[string]bool{}
-	for _, lb := range n.Labels {
-		labels[lb] = true
-	}
-	l.labels = sortedKeys(labels)
+	l.labels = db.LabelSet(n.Labels)
 	res, err := tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = 1, attachment_count = ?,
 		received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?, senders = ?, recipients = ?, labels = ?
 		WHERE id = ? AND message_count = 0`,
@@ -74,14 +70,10 @@ func appendToThread(ctx context.Context, tx *sql.Tx, threadRow, messageRow int64
 	}
 	l.Add("", db.DecodeList(recipients.String), nil)
 	l.Add(n.From, n.To, n.Cc)
-	set := map[string]bool{}
-	for _, lb := range append(db.DecodeList(labels.String), n.Labels...) {
-		set[lb] = true
-	}
 	_, err = tx.ExecContext(ctx, `UPDATE threads SET last_message = ?, last_ts = ?, message_count = message_count + 1,
 		attachment_count = attachment_count + ?, received_ts = ?, sent_ts = ?, all_trashed = ?, quarantined = ?,
 		senders = ?, recipients = ?, labels = ? WHERE id = ?`,
 		messageRow, ts, len(n.Attachments), received, sent, allTrashed && trashed, quarantined && n.Quarantined(),
-		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(sortedKeys(set)), threadRow)
+		db.EncodeList(l.Senders), db.EncodeList(l.Recipients), db.EncodeList(db.LabelSet(db.DecodeList(labels.String), n.Labels)), threadRow)
 	return err
 }

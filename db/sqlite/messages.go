@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sort"
 	"strings"
 
 	"github.com/inboxd/inboxd/db"
@@ -14,15 +13,6 @@ import (
 	// protection and delivery of every row, which dominated their CPU time.
 	json "github.com/segmentio/encoding/json"
 )
-
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // packedMessage is what costs CPU to make of a NewMessage's stored form: the compressed
 // body and verdict JSON. The callers of insertMessage make it with pack before their
@@ -171,16 +161,7 @@ func threadsOf(ctx context.Context, tx *sql.Tx, inboxID int64, ids []string) (ma
 		return nil, err
 	}
 	defer rows.Close()
-	found := map[string]db.ThreadRef{}
-	for rows.Next() {
-		var mid string
-		var t db.ThreadRef
-		if err := rows.Scan(&mid, &t.Row, &t.UUID); err != nil {
-			return nil, err
-		}
-		found[mid] = t
-	}
-	return found, rows.Err()
+	return db.ScanThreadRefs(rows, map[string]db.ThreadRef{})
 }
 
 // newRowUUID returns the UUID of a new message, thread or attachment: version 7, whose

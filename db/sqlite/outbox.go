@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -45,24 +44,11 @@ func (s *Store) Outbox(ctx context.Context, f db.OutboxFilter) ([]db.OutboxItem,
 		}
 		var bodies []raw
 		for rows.Next() {
-			var (
-				it          db.OutboxItem
-				row, ts     int64
-				to, cc, bcc string
-				delivery    sql.NullString
-				body        []byte
-			)
-			if err := rows.Scan(&row, &it.MessageID, &it.InboxID, &it.From, &to, &cc, &bcc, &it.Subject, &delivery, &ts, &body); err != nil {
+			var body []byte
+			it, row, err := db.ScanOutboxItem(rows, &body)
+			if err != nil {
 				rows.Close()
 				return err
-			}
-			it.To, it.Cc, it.Bcc, it.CreatedAt = db.DecodeList(to), db.DecodeList(cc), db.DecodeList(bcc), fromMillis(ts)
-			if delivery.Valid {
-				it.Delivery = new(db.Delivery)
-				if err := json.Unmarshal([]byte(delivery.String), it.Delivery); err != nil {
-					rows.Close()
-					return err
-				}
 			}
 			out, bodies = append(out, it), append(bodies, raw{row, body})
 		}

@@ -223,7 +223,7 @@ func (u *unit) AppendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 func (u *unit) Audit(e db.AuditEntry) error { return audit(u.ctx, u.tx, u.now, e) }
 
 func (u *unit) InboxAt(address string) (*db.Inbox, error) {
-	in, err := scanInbox(u.tx.QueryRowContext(u.ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", address))
+	in, err := db.ScanInbox(u.tx.QueryRowContext(u.ctx, "SELECT "+inboxColumns+" FROM inboxes i WHERE i.address = ?", address))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -127,7 +127,7 @@ func webhooksWithDue(ctx context.Context, tx *sql.Tx, now time.Time) ([]int64, e
 
 // loadHookJobs reads the claimed rows with their webhooks and events.
 func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]db.HookJob, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT d.id, d.attempt, d.created_at, d.event_seq, "+webhookColumns+
+	rows, err := tx.QueryContext(ctx, "SELECT d.id, d.attempt, d.created_at, d.event_seq, "+db.WebhookColumns+
 		" FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id IN ("+placeholders(len(ids))+") ORDER BY d.id", ids...)
 	if err != nil {
 		return nil, err
@@ -146,21 +146,13 @@ func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]d
 }
 
 func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Event, error) {
-	out := map[int64]db.Event{}
 	rows, err := tx.QueryContext(ctx, `SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
 		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id WHERE e.seq IN (`+placeholders(len(seqs))+")", seqs...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out[e.Seq] = e
-	}
-	return out, rows.Err()
+	return db.ScanEventsBySeq(rows)
 }
 
 // FinishHookDelivery records an attempt, when the lease that made it still holds.

@@ -12,12 +12,6 @@ import (
 // Webhooks (migration 0015, db.Webhooks and db.WebhookTx). The rules are in package db;
 // here are the rows. Filters are JSON arrays: they are read whole, never queried into.
 
-const webhookColumns = "w.id, w.uuid, w.account_id, w.url, w.event_types, w.inbox_ids, w.inbox_rows, w.description, w.enabled, w.secret, w.created_at, w.updated_at"
-
-func webhookNotFound(id string) error {
-	return db.Errorf(db.ECodeNotFound, "webhook %s not found", id)
-}
-
 func (u *unit) CountWebhooks(accountID string) (int, error) {
 	var n int
 	err := u.tx.QueryRowContext(u.ctx, "SELECT COUNT(*) FROM webhooks WHERE account_id = ?", accountID).Scan(&n)
@@ -37,16 +31,16 @@ func (u *unit) WebhookOf(accountID, webhookID string) (*db.Webhook, error) {
 }
 
 func webhookOf(ctx context.Context, q rowQuerier, accountID, webhookID string) (*db.Webhook, error) {
-	w, err := db.ScanWebhook(q.QueryRowContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.uuid = ? AND w.account_id = ?",
+	w, err := db.ScanWebhook(q.QueryRowContext(ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.uuid = ? AND w.account_id = ?",
 		webhookID, accountID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, webhookNotFound(webhookID)
+		return nil, db.WebhookNotFound(webhookID)
 	}
 	return w, err
 }
 
 func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) {
-	w, err := db.ScanWebhook(u.tx.QueryRowContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.secret = ?",
+	w, err := db.ScanWebhook(u.tx.QueryRowContext(u.ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.secret = ?",
 		accountID, secret))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -67,7 +61,7 @@ func (u *unit) DeleteWebhook(row int64) error {
 }
 
 func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
-	rows, err := u.tx.QueryContext(u.ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.enabled = 1", accountID)
+	rows, err := u.tx.QueryContext(u.ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.enabled = 1", accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +100,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 		return nil, "", err
 	}
 	page, pageArgs := keyset("w.created_at", "w.id", true, c, limit)
-	rows, err := s.r.QueryContext(ctx, "SELECT "+webhookColumns+" FROM webhooks w WHERE w.account_id = ?"+page,
+	rows, err := s.r.QueryContext(ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.account_id = ?"+page,
 		append([]any{accountID}, pageArgs...)...)
 	if err != nil {
 		return nil, "", storageError(err)
