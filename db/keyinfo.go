@@ -55,3 +55,32 @@ func ParseKeyID(id string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// ScanKeyInfo decodes a key row as operators see it: hash, prefix, account, kind, scopes
+// (space separated), inbox address, created, expires and revoked (milliseconds; the
+// last two NULL when unset).
+func ScanKeyInfo(r RowScanner) (KeyInfo, error) {
+	var (
+		k                KeyInfo
+		hash             []byte
+		kind, scopes     string
+		created          int64
+		expires, revoked *int64
+	)
+	if err := r.Scan(&hash, &k.Prefix, &k.AccountID, &kind, &scopes, &k.Inbox, &created, &expires, &revoked); err != nil {
+		return k, err
+	}
+	k.KeyID, k.Mailbox, k.Scopes = KeyIDOf(hash), kind == "mailbox", strings.Fields(scopes)
+	k.CreatedAt = FromMillis(created).Time
+	k.ExpiresAt, k.RevokedAt = OptionalMillis(expires), OptionalMillis(revoked)
+	return k, nil
+}
+
+// OptionalMillis is a nullable stored millisecond timestamp as a time in UTC, or nil.
+func OptionalMillis(ms *int64) *time.Time {
+	if ms == nil {
+		return nil
+	}
+	t := FromMillis(*ms).Time
+	return &t
+}

@@ -38,6 +38,17 @@ func ScanWebhook(r RowScanner) (*Webhook, error) {
 	return &w, nil
 }
 
+// ScanWebhooks reads webhook rows (ScanWebhook), in order; no rows is a nil slice.
+func ScanWebhooks(rows Rows) ([]Webhook, error) {
+	return ScanRows(rows, func(r RowScanner) (Webhook, error) {
+		w, err := ScanWebhook(r)
+		if err != nil {
+			return Webhook{}, err
+		}
+		return *w, nil
+	})
+}
+
 // WebhookValues are the stored columns of w after id and uuid, in ScanWebhook's order.
 func WebhookValues(w *Webhook) []any {
 	rows := w.InboxRows

@@ -357,6 +357,12 @@ type HookClaim struct {
 	Lease time.Duration
 }
 
+// Room is how many more due deliveries of a webhook a claim may take, having picked
+// picked rows so far: its free slots, within what is left of the limit (<= 0: none).
+func (c HookClaim) Room(webhookRow int64, picked int) int {
+	return min(c.PerWebhook-c.Busy[webhookRow], c.Limit-picked)
+}
+
 // HookJob is a claimed delivery.
 type HookJob struct {
 	Row       int64

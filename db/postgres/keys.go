@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -89,7 +88,7 @@ func (s *Store) storedKey(ctx context.Context, want []byte) (db.StoredKey, error
 	if subtle.ConstantTimeCompare(stored, want) != 1 {
 		return k, db.UnknownKey()
 	}
-	k.ExpiresAt = optionalTime(expires)
+	k.ExpiresAt = db.OptionalMillis(expires)
 	k.Revoked = revoked != nil
 	k.Principal.Mailbox = kind == "mailbox"
 	if inboxID != nil {
@@ -120,34 +119,11 @@ func queryKeyInfo(ctx context.Context, q querier, sql string, args ...any) ([]db
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.KeyInfo, error) {
-		var (
-			k                db.KeyInfo
-			hash             []byte
-			kind, scopes     string
-			created          int64
-			expires, revoked *int64
-		)
-		if err := r.Scan(&hash, &k.Prefix, &k.AccountID, &kind, &scopes, &k.Inbox, &created, &expires, &revoked); err != nil {
-			return k, err
-		}
-		k.KeyID, k.Mailbox, k.Scopes = db.KeyIDOf(hash), kind == "mailbox", strings.Fields(scopes)
-		k.CreatedAt = fromMillis(created).Time
-		k.ExpiresAt, k.RevokedAt = optionalTime(expires), optionalTime(revoked)
-		return k, nil
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.KeyInfo, error) { return db.ScanKeyInfo(r) })
 	if out == nil {
 		out = []db.KeyInfo{}
 	}
 	return out, err
-}
-
-func optionalTime(ms *int64) *time.Time {
-	if ms == nil {
-		return nil
-	}
-	t := fromMillis(*ms).Time
-	return &t
 }
 
 // RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash) at

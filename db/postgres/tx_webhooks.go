@@ -96,15 +96,7 @@ func (w *wtx) queueEnabledWebhooks(b *pgx.Batch, messageRow int64) *[]db.Webhook
 
 func collectWebhooks(rows pgx.Rows) ([]db.Webhook, error) {
 	defer rows.Close()
-	var out []db.Webhook
-	for rows.Next() {
-		w, err := db.ScanWebhook(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *w)
-	}
-	return out, rows.Err()
+	return db.ScanWebhooks(rows)
 }
 
 func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {

@@ -152,7 +152,7 @@ func (w *wtx) dueHookRows(c db.HookClaim) ([]int64, error) {
 	}
 	var ids []int64
 	for _, h := range hooks {
-		room := min(c.PerWebhook-c.Busy[h], c.Limit-len(ids))
+		room := c.Room(h, len(ids))
 		if room <= 0 {
 			continue
 		}

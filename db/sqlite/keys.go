@@ -241,32 +241,11 @@ func queryKeyInfo(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]db.
 		return nil, err
 	}
 	defer rows.Close()
-	out := []db.KeyInfo{}
-	for rows.Next() {
-		var (
-			k                db.KeyInfo
-			hash             []byte
-			kind, scopes     string
-			created          int64
-			expires, revoked sql.NullInt64
-		)
-		if err := rows.Scan(&hash, &k.Prefix, &k.AccountID, &kind, &scopes, &k.Inbox, &created, &expires, &revoked); err != nil {
-			return nil, err
-		}
-		k.KeyID, k.Mailbox, k.Scopes = db.KeyIDOf(hash), kind == "mailbox", strings.Fields(scopes)
-		k.CreatedAt = fromMillis(created).Time
-		k.ExpiresAt, k.RevokedAt = optionalTime(expires), optionalTime(revoked)
-		out = append(out, k)
+	out, err := db.ScanRows(rows, db.ScanKeyInfo)
+	if out == nil && err == nil {
+		out = []db.KeyInfo{}
 	}
-	return out, rows.Err()
-}
-
-func optionalTime(ms sql.NullInt64) *time.Time {
-	if !ms.Valid {
-		return nil
-	}
-	t := fromMillis(ms.Int64).Time
-	return &t
+	return out, err
 }
 
 // RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash)

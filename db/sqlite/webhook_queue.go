@@ -68,7 +68,7 @@ func dueHookRows(ctx context.Context, tx *sql.Tx, c db.HookClaim, now time.Time)
 	}
 	var ids []any
 	for _, w := range hooks {
-		room := min(c.PerWebhook-c.Busy[w], c.Limit-len(ids))
+		room := c.Room(w, len(ids))
 		if room <= 0 {
 			continue
 		}

@@ -66,15 +66,7 @@ func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []db.Webhook
-	for rows.Next() {
-		w, err := db.ScanWebhook(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *w)
-	}
-	return out, rows.Err()
+	return db.ScanWebhooks(rows)
 }
 
 func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {
