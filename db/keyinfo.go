@@ -76,6 +76,9 @@ func ScanKeyInfo(r RowScanner) (KeyInfo, error) {
 	return k, nil
 }
 
+// ScanKeyInfos reads key rows (ScanKeyInfo), in order; no rows is the empty list.
+func ScanKeyInfos(rows Rows) ([]KeyInfo, error) { return ScanList(rows, ScanKeyInfo) }
+
 // OptionalMillis is a nullable stored millisecond timestamp as a time in UTC, or nil.
 func OptionalMillis(ms *int64) *time.Time {
 	if ms == nil {

@@ -48,6 +48,15 @@ func ScanRows[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
 	return out, nil
 }
 
+// ScanList is ScanRows for a list the API shows: no rows is the empty list, not nil.
+func ScanList[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
+	out, err := ScanRows(rows, scan)
+	if out == nil && err == nil {
+		out = []T{}
+	}
+	return out, err
+}
+
 // ScanInt64 decodes a row of one integer column.
 func ScanInt64(row RowScanner) (int64, error) {
 	var v int64

@@ -38,9 +38,9 @@ func ScanWebhook(r RowScanner) (*Webhook, error) {
 	return &w, nil
 }
 
-// ScanWebhooks reads webhook rows (ScanWebhook), in order; no rows is a nil slice.
+// ScanWebhooks reads webhook rows (ScanWebhook), in order; no rows is the empty list.
 func ScanWebhooks(rows Rows) ([]Webhook, error) {
-	return ScanRows(rows, func(r RowScanner) (Webhook, error) {
+	return ScanList(rows, func(r RowScanner) (Webhook, error) {
 		w, err := ScanWebhook(r)
 		if err != nil {
 			return Webhook{}, err

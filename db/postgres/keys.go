@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/inboxd/inboxd/db"
 )
 
@@ -119,11 +117,8 @@ func queryKeyInfo(ctx context.Context, q querier, sql string, args ...any) ([]db
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db.KeyInfo, error) { return db.ScanKeyInfo(r) })
-	if out == nil {
-		out = []db.KeyInfo{}
-	}
-	return out, err
+	defer rows.Close()
+	return db.ScanKeyInfos(rows)
 }
 
 // RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash) at

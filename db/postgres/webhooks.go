@@ -39,13 +39,11 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 	var args sqlArgs
 	q := "SELECT " + db.WebhookColumns + " FROM webhooks w WHERE w.account_id = " + args.add(accountID)
 	rows, err := s.pool.Query(ctx, q+keyset("w.created_at", "w.id", true, c, limit, &args), args...)
-	out, err := collect(rows, err, func(r pgx.CollectableRow) (db.Webhook, error) {
-		w, err := db.ScanWebhook(r)
-		if err != nil {
-			return db.Webhook{}, err
-		}
-		return *w, nil
-	})
+	if err != nil {
+		return nil, "", storageError(err)
+	}
+	defer rows.Close()
+	out, err := db.ScanWebhooks(rows)
 	if err != nil {
 		return nil, "", storageError(err)
 	}

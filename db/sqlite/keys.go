@@ -241,11 +241,7 @@ func queryKeyInfo(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]db.
 		return nil, err
 	}
 	defer rows.Close()
-	out, err := db.ScanRows(rows, db.ScanKeyInfo)
-	if out == nil && err == nil {
-		out = []db.KeyInfo{}
-	}
-	return out, err
+	return db.ScanKeyInfos(rows)
 }
 
 // RevokeKey revokes the key with id keyID (db.KeyIDOf: the first 8 bytes of its hash)

@@ -98,15 +98,8 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 		return nil, "", storageError(err)
 	}
 	defer rows.Close()
-	out := []db.Webhook{}
-	for rows.Next() {
-		w, err := db.ScanWebhook(rows)
-		if err != nil {
-			return nil, "", storageError(err)
-		}
-		out = append(out, *w)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := db.ScanWebhooks(rows)
+	if err != nil {
 		return nil, "", storageError(err)
 	}
 	out, next := cutPage(s, scope, out, limit, func(w db.Webhook) (int64, int64) { return millis(w.CreatedAt.Time), w.Row })
