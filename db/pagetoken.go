@@ -35,6 +35,19 @@ func (s Signer) PageToken(scope string, ts, id int64) string {
 	return s.SealToken("", payload)
 }
 
+// CutPage ends a page of a list whose query asked for one row more than limit (which
+// tells whether another page follows): it drops that row and returns the token of the next
+// page, "" on the last one. key gives a row's (ts, id), the cursor the next page starts
+// after.
+func CutPage[T any](s Signer, scope string, rows []T, limit int, key func(T) (ts, id int64)) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	ts, id := key(rows[limit-1])
+	return rows, s.PageToken(scope, ts, id)
+}
+
 // DecodePageToken returns the cursor of token, which must have been issued for scope; ""
 // is the first page (nil).
 //

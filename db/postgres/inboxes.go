@@ -108,7 +108,7 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 	if out == nil {
 		out = []db.Inbox{}
 	}
-	out, next := cutPage(s, scope, out, limit, func(in db.Inbox) (int64, int64) { return millis(in.CreatedAt.Time), in.ID })
+	out, next := db.CutPage(s.tokens, scope, out, limit, func(in db.Inbox) (int64, int64) { return millis(in.CreatedAt.Time), in.ID })
 	return out, next, nil
 }
 

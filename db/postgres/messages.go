@@ -185,7 +185,7 @@ func (s *Store) ListMessages(ctx context.Context, inboxID int64, f db.MessageFil
 	if err != nil {
 		return nil, "", storageError(err)
 	}
-	out, next := cutPage(s, scope, out, limit, func(m db.Message) (int64, int64) { return millis(m.Timestamp.Time), m.ID })
+	out, next := db.CutPage(s.tokens, scope, out, limit, func(m db.Message) (int64, int64) { return millis(m.Timestamp.Time), m.ID })
 	return out, next, nil
 }
 

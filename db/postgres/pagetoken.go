@@ -32,14 +32,3 @@ func keyset(ts, id string, desc bool, c *db.PageCursor, limit int, args *sqlArgs
 	}
 	return q + " ORDER BY " + ts + dir + ", " + id + dir + " LIMIT " + strconv.Itoa(limit+1)
 }
-
-// cutPage drops the extra row keyset asked for and returns the token of the next page,
-// "" on the last one; key gives a row's (ts, id).
-func cutPage[T any](s *Store, scope string, rows []T, limit int, key func(T) (ts, id int64)) ([]T, string) {
-	if len(rows) <= limit {
-		return rows, ""
-	}
-	rows = rows[:limit]
-	ts, id := key(rows[limit-1])
-	return rows, s.tokens.PageToken(scope, ts, id)
-}

@@ -102,7 +102,7 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f db.MessageFilt
 	if err != nil {
 		return nil, "", storageError(err)
 	}
-	threads, next := cutPage(s, scope, threads, limit, func(t *threadRow) (int64, int64) { return t.lastTS, t.ID })
+	threads, next := db.CutPage(s.tokens, scope, threads, limit, func(t *threadRow) (int64, int64) { return t.lastTS, t.ID })
 	out := make([]db.Thread, len(threads))
 	for i, t := range threads {
 		out[i] = t.Thread

@@ -47,7 +47,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID string, limit int, p
 	if err != nil {
 		return nil, "", storageError(err)
 	}
-	out, next := cutPage(s, scope, out, limit, func(w db.Webhook) (int64, int64) { return millis(w.CreatedAt.Time), w.Row })
+	out, next := db.CutPage(s.tokens, scope, out, limit, func(w db.Webhook) (int64, int64) { return millis(w.CreatedAt.Time), w.Row })
 	return out, next, nil
 }
 
@@ -73,7 +73,7 @@ func (s *Store) ListHookDeliveries(ctx context.Context, accountID, webhookID str
 	if err != nil {
 		return nil, "", storageError(err)
 	}
-	out, next := cutPage(s, scope, out, limit, func(d db.HookDelivery) (int64, int64) { return millis(d.CreatedAt.Time), d.Row })
+	out, next := db.CutPage(s.tokens, scope, out, limit, func(d db.HookDelivery) (int64, int64) { return millis(d.CreatedAt.Time), d.Row })
 	return out, next, nil
 }
 

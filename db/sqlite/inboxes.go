@@ -106,7 +106,7 @@ func (s *Store) ListInboxes(ctx context.Context, accountID string, group *string
 	if err := rows.Err(); err != nil {
 		return nil, "", storageError(err)
 	}
-	out, next := cutPage(s, scope, out, limit, func(in db.Inbox) (int64, int64) { return millis(in.CreatedAt.Time), in.ID })
+	out, next := db.CutPage(s.tokens, scope, out, limit, func(in db.Inbox) (int64, int64) { return millis(in.CreatedAt.Time), in.ID })
 	return out, next, nil
 }
 

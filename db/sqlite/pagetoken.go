@@ -33,17 +33,6 @@ func keyset(ts, id string, desc bool, c *cursor, limit int) (string, []any) {
 	return q + " ORDER BY " + ts + dir + ", " + id + dir + " LIMIT " + strconv.Itoa(limit+1), args
 }
 
-// cutPage drops the extra row keyset asked for and returns the token of the next page,
-// "" on the last one; key gives a row's (ts, id).
-func cutPage[T any](s *Store, scope string, rows []T, limit int, key func(T) (ts, id int64)) ([]T, string) {
-	if len(rows) <= limit {
-		return rows, ""
-	}
-	rows = rows[:limit]
-	ts, id := key(rows[limit-1])
-	return rows, s.encodeToken(scope, ts, id)
-}
-
 // decodeToken returns the cursor of token, which must have been issued for scope.
 // An empty token means the first page.
 func (s *Store) decodeToken(token, scope string) (*cursor, error) {

@@ -102,7 +102,7 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f db.MessageFilt
 	if err != nil {
 		return nil, "", err
 	}
-	rows, next := cutPage(s, scope, rows, limit, func(t *threadRow) (int64, int64) { return t.lastTS, t.ID })
+	rows, next := db.CutPage(s.tokens, scope, rows, limit, func(t *threadRow) (int64, int64) { return t.lastTS, t.ID })
 	out := make([]db.Thread, len(rows))
 	for i, t := range rows {
 		out[i] = t.Thread
