@@ -99,7 +99,9 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 	if err == nil {
 		err = admin(ctx, base, "ALTER DATABASE "+building+" RENAME TO "+name)
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42P04" { // another binary built it first
+		// Another binary built it first: PostgreSQL says so as duplicate_database, or,
+		// when the two renames meet in the catalog, as a unique violation of its index.
+		if errors.As(err, &pe) && (pe.Code == "42P04" || pe.Code == "23505") {
 			err = nil
 		}
 	}
