@@ -16,9 +16,9 @@ type Builtin struct {
 }
 
 type scratch struct {
-	vec *vectorizer
-	x   sparse
-	out [6]float64
+	vec  *vectorizer
+	x    sparse
+	outs [3][]float64 // per head (HeadCategory, HeadReply, HeadUrgency)
 }
 
 // NewBuiltin returns the provider over the model embedded in the binary.
@@ -37,7 +37,13 @@ func EmbeddedModel() (*Model, error) { return LoadModel(embeddedModel) }
 func NewBuiltinModel(m *Model) *Builtin {
 	b := &Builtin{model: m}
 	seen := newGramCache(maxCachedWords)
-	b.pool.New = func() any { return &scratch{vec: m.newVectorizer(seen)} }
+	b.pool.New = func() any {
+		s := &scratch{vec: m.newVectorizer(seen)}
+		for i, h := range m.Heads {
+			s.outs[i] = make([]float64, len(h.Classes))
+		}
+		return s
+	}
 	return b
 }
 
@@ -55,13 +61,10 @@ func (b *Builtin) Predict(in Input) Scores {
 	defer b.pool.Put(s)
 	var sc Scores
 	sc.InputTokens = int64(s.vec.vector(in, &s.x))
-	h := b.model.Heads
-	h[HeadCategory].predict(&s.x, s.out[:])
-	copy(sc.Category[:], s.out[:len(sc.Category)])
-	h[HeadReply].predict(&s.x, s.out[:])
-	sc.NeedsReply = s.out[1]
-	h[HeadUrgency].predict(&s.x, s.out[:])
-	copy(sc.Urgency[:], s.out[:len(sc.Urgency)])
+	b.model.predictAll(&s.x, s.outs[:])
+	copy(sc.Category[:], s.outs[HeadCategory])
+	sc.NeedsReply = s.outs[HeadReply][1]
+	copy(sc.Urgency[:], s.outs[HeadUrgency])
 	return sc
 }
 

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -58,21 +59,49 @@ func (t *gramTable) of(feature int32, known bool) ([]int32, bool) {
 }
 
 // gramCache remembers the n-gram features of words outside the vocabulary (names, rare
-// words, typos, other languages), which mail repeats. One cache serves every vectorizer of
-// a Builtin, so a word is looked up once whichever message brings it. It holds at most
-// max words (maxCachedWords: about 4 MB) and starts over when full, so it follows what the mail
-// talks about now.
+// words, typos, other languages), which mail repeats with a long tail. One cache serves
+// every vectorizer of a Builtin, so a word is looked up once whichever message brings it.
+//
+// It is split in shards by the word's hash, each with its own lock, because every word of
+// every message being received asks it and a single lock's counter is fought over by all
+// cores. Each shard keeps two generations: when the current one is full it becomes the old
+// one and the one before is dropped, and a word found in the old one moves to the current
+// one. So the words mail keeps using stay (a cache that started over when full recomputed
+// them all each time the long tail filled it), and memory stays bounded: at most twice max
+// words (maxCachedWords: about 8 MB in all). A word is known by its 64-bit hash, not its
+// text: two words of mail share one about once in 2^64 pairs, and a map of numbers hashes
+// and compares in a few instructions where a map of strings reads the text again.
 type gramCache struct {
-	max   int
-	mu    sync.RWMutex
-	words map[string][]int32 // never changed once stored, so readers keep them after unlocking
+	seed   maphash.Seed
+	shards []gramShard
 }
 
-// maxCachedWords is a Builtin's gramCache's size.
+type gramShard struct {
+	mu       sync.RWMutex
+	max      int                // words per generation
+	cur, old map[uint64][]int32 // never changed once stored, so readers keep them after unlocking
+	_        [64]byte           // a shard's lock on a cache line of its own
+}
+
+// maxCachedWords is a Builtin's gramCache's size per generation.
 const maxCachedWords = 1 << 15
 
-func newGramCache(max int) *gramCache {
-	return &gramCache{max: max, words: make(map[string][]int32)}
+// gramShards is the number of shards (the top four bits of a hash): enough that cores
+// rarely meet on one lock.
+const gramShards = 16
+
+func newGramCache(words int) *gramCache {
+	c := &gramCache{seed: maphash.MakeSeed(), shards: make([]gramShard, gramShards)}
+	for i := range c.shards {
+		c.shards[i] = gramShard{max: max(1, words/gramShards), cur: map[uint64][]int32{}}
+	}
+	return c
+}
+
+// key returns word's hash and the shard that holds it.
+func (c *gramCache) key(word []byte) (uint64, *gramShard) {
+	h := maphash.Bytes(c.seed, word)
+	return h, &c.shards[h>>60] // the top bits: the maps use the low ones
 }
 
 // get returns the features remembered for word; a nil cache remembers none.
@@ -80,9 +109,18 @@ func (c *gramCache) get(word []byte) ([]int32, bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.RLock()
-	g, ok := c.words[string(word)]
-	c.mu.RUnlock()
+	h, s := c.key(word)
+	s.mu.RLock()
+	g, ok := s.cur[h]
+	if !ok {
+		g, ok = s.old[h]
+		s.mu.RUnlock()
+		if ok {
+			s.store(h, g)
+		}
+		return g, ok
+	}
+	s.mu.RUnlock()
 	return g, ok
 }
 
@@ -91,11 +129,17 @@ func (c *gramCache) put(word []byte, grams []int32) {
 	if c == nil {
 		return
 	}
-	g := slices.Clone(grams)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.words) >= c.max {
-		c.words = make(map[string][]int32)
+	h, s := c.key(word)
+	s.store(h, slices.Clone(grams))
+}
+
+// store puts a word's features in the current generation, starting a new one when it is
+// full.
+func (s *gramShard) store(h uint64, g []int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur) >= s.max {
+		s.old, s.cur = s.cur, make(map[uint64][]int32, s.max)
 	}
-	c.words[string(word)] = g
+	s.cur[h] = g
 }

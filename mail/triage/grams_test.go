@@ -2,6 +2,7 @@ package triage
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -32,6 +33,63 @@ func TestReusedNGramsGiveTheSameVectors(t *testing.T) {
 				same := slices.Equal(got.idx, want.idx) && slices.Equal(got.val, want.val)
 				c.Assert(same, qt.IsTrue, qt.Commentf("pass %d, %s", pass, e.ID))
 			}
+		}
+	}
+}
+
+// Messages analyzed at once by vectorizers sharing one small cache (so generations turn
+// over while they read) get the vectors of a vectorizer without one.
+func TestConcurrentMessagesShareTheCacheSafely(t *testing.T) {
+	c := qt.New(t)
+	m, err := LoadModel(embeddedModel)
+	c.Assert(err, qt.IsNil)
+	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	shared := newGramCache(64)
+	var wg sync.WaitGroup
+	failed := make(chan string, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			plain, cached := newVectorizer(m.lookup), m.newVectorizer(shared)
+			var want, got sparse
+			for n := w; n < len(all); n += 29 {
+				plain.vector(all[n].In, &want)
+				cached.vector(all[n].In, &got)
+				if !slices.Equal(got.idx, want.idx) || !slices.Equal(got.val, want.val) {
+					failed <- all[n].ID
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(failed)
+	for id := range failed {
+		c.Errorf("different vector for %s", id)
+	}
+}
+
+// The built-in provider's one pass over a message's features for all three questions gives
+// each head's own distribution, number for number.
+func TestOnePassGivesEveryHeadsDistribution(t *testing.T) {
+	c := qt.New(t)
+	m, err := LoadModel(embeddedModel)
+	c.Assert(err, qt.IsNil)
+	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	v := newVectorizer(m.lookup)
+	var x sparse
+	outs := make([][]float64, len(m.Heads))
+	for i, h := range m.Heads {
+		outs[i] = make([]float64, len(h.Classes))
+	}
+	for n := 0; n < len(all); n += 5 {
+		v.vector(all[n].In, &x)
+		m.predictAll(&x, outs)
+		for i, h := range m.Heads {
+			want := make([]float64, len(h.Classes))
+			h.predict(&x, want)
+			c.Assert(outs[i], qt.DeepEquals, want, qt.Commentf("%s, head %s", all[n].ID, h.Name))
 		}
 	}
 }

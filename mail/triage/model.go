@@ -30,10 +30,12 @@ type Model struct {
 	Features []string `json:"features"`
 	Heads    []*Head  `json:"heads"` // category, needsReply, urgency
 
-	table     []slot   // Features by hash (buildIndex)
-	filter    []uint64 // a Bloom filter over Features
-	seed      maphash.Seed
-	wordGrams *gramTable // the character n-grams of the vocabulary's words (buildIndex)
+	table      []slot    // Features by hash (buildIndex)
+	fused      []float32 // every head's weights, feature by feature (fuse)
+	fusedWidth int       // weights per feature in fused
+	filter     []uint64  // a Bloom filter over Features
+	seed       maphash.Seed
+	wordGrams  *gramTable // the character n-grams of the vocabulary's words (buildIndex)
 }
 
 // Head is one multinomial logistic regression: Weights holds, for each feature in
@@ -82,6 +84,7 @@ func LoadModel(b []byte) (*Model, error) {
 		}
 	}
 	m.buildIndex()
+	m.fuse()
 	return &m, nil
 }
 
@@ -91,7 +94,10 @@ func LoadModel(b []byte) (*Model, error) {
 // their character n-grams), and the filter, a few kilobytes that stay in the CPU's cache,
 // answers most misses; a hit then probes the table with the hash already made, so a key
 // is hashed once (a map would hash it again: the map's lookups were ~3.5% of the server's
-// CPU on a stream of SMTP mail, BENCHMARKS.md).
+// CPU on a stream of SMTP mail, BENCHMARKS.md). A slot's 64-bit hash stands for its
+// feature: the seed is chosen so that no two features share one, and a key that is not a
+// feature matches a slot only if its hash equals that feature's, about one lookup in 2^64
+// (comparing the text too cost two more reads of memory far apart per found feature).
 func (m *Model) buildIndex() {
 	words := 1
 	for words*64 < 8*len(m.Features) {
@@ -106,7 +112,7 @@ func (m *Model) buildIndex() {
 	for i := range m.table {
 		m.table[i].idx = -1
 	}
-	m.seed = maphash.MakeSeed()
+	m.seed = m.distinctSeed()
 	for i, f := range m.Features {
 		h := maphash.String(m.seed, f)
 		a, b := m.probes(h)
@@ -119,6 +125,20 @@ func (m *Model) buildIndex() {
 		m.table[j] = slot{hash: h, idx: int32(i)}
 	}
 	m.wordGrams = newGramTable(m.Features, newVectorizer(m.lookup).gramsOf)
+}
+
+// distinctSeed returns a hash seed under which every feature's hash is its own.
+func (m *Model) distinctSeed() maphash.Seed {
+	for {
+		seed := maphash.MakeSeed()
+		seen := make(map[uint64]struct{}, len(m.Features))
+		for _, f := range m.Features {
+			seen[maphash.String(seed, f)] = struct{}{}
+		}
+		if len(seen) == len(m.Features) {
+			return seed
+		}
+	}
 }
 
 // newVectorizer returns a vectorizer over the model's vocabulary that looks up the
@@ -154,7 +174,7 @@ func (m *Model) lookup(key []byte) (int32, bool) {
 		if s.idx < 0 {
 			return 0, false
 		}
-		if s.hash == h && m.Features[s.idx] == string(key) {
+		if s.hash == h { // buildIndex made every feature's hash its own
 			return s.idx, true
 		}
 	}
@@ -168,32 +188,97 @@ const (
 
 // predict returns the class distribution of head h for vector x.
 func (h *Head) predict(x *sparse, out []float64) {
-	k := len(h.Classes)
+	per := h.width()
+	h.begin(out)
+	for n, i := range x.idx {
+		addRow(out, float64(x.val[n]), h.Weights[int(i)*per:int(i)*per+per])
+	}
+	h.end(out)
+}
+
+// width is how many weights the head has per feature: one per class, or one score for an
+// ordinal head.
+func (h *Head) width() int {
 	if h.Kind == kindOrdinal {
-		s := 0.0
-		for n, i := range x.idx {
-			s += float64(float64(x.val[n]) * float64(h.Weights[i]))
-		}
-		prev := 0.0
-		for c := 0; c < k-1; c++ {
-			cum := sigmoid(float64(h.Bias[c]) - s)
-			out[c] = math.Max(cum-prev, 0)
-			prev = math.Max(cum, prev)
-		}
-		out[k-1] = 1 - prev
+		return 1
+	}
+	return len(h.Classes)
+}
+
+// begin starts out as the sums begin: the biases, or an ordinal head's score of 0.
+func (h *Head) begin(out []float64) {
+	if h.Kind == kindOrdinal {
+		out[0] = 0
 		return
 	}
-	for c := 0; c < k; c++ {
+	for c := range h.Classes {
 		out[c] = float64(h.Bias[c])
 	}
+}
+
+// addRow adds one feature's value times its weights to the sums.
+func addRow(out []float64, v float64, row []float32) {
+	for c, w := range row {
+		out[c] += float64(v * float64(w))
+	}
+}
+
+// end turns the sums into the class distribution: a softmax, or an ordinal head's levels
+// from its score and cut points.
+func (h *Head) end(out []float64) {
+	k := len(h.Classes)
+	if h.Kind != kindOrdinal {
+		softmax(out[:k])
+		return
+	}
+	s, prev := out[0], 0.0
+	for c := 0; c < k-1; c++ {
+		cum := sigmoid(float64(h.Bias[c]) - s)
+		out[c] = math.Max(cum-prev, 0)
+		prev = math.Max(cum, prev)
+	}
+	out[k-1] = 1 - prev
+}
+
+// predictAll gives every head's distribution for x (out[h] for Heads[h]) in one pass over
+// the features, reading each feature's weights from its row of fused: the same sums in the
+// same order as each head's predict, so the same numbers.
+func (m *Model) predictAll(x *sparse, out [][]float64) {
+	for hi, h := range m.Heads {
+		h.begin(out[hi])
+	}
+	w := m.fusedWidth
 	for n, i := range x.idx {
 		v := float64(x.val[n])
-		row := h.Weights[int(i)*k : int(i)*k+k]
-		for c := 0; c < k; c++ {
-			out[c] += float64(v * float64(row[c]))
+		row := m.fused[int(i)*w : int(i)*w+w]
+		off := 0
+		for hi, h := range m.Heads {
+			per := h.width()
+			addRow(out[hi], v, row[off:off+per])
+			off += per
 		}
 	}
-	softmax(out[:k])
+	for hi, h := range m.Heads {
+		h.end(out[hi])
+	}
+}
+
+// fuse lays out every head's weights feature by feature (fused): a message's features are
+// scattered over the vocabulary, and each costs a cache miss per head when the heads keep
+// their weights apart (the built-in model's reads of memory were most of its time in a
+// server busy with everything else, BENCHMARKS.md).
+func (m *Model) fuse() {
+	m.fusedWidth = 0
+	for _, h := range m.Heads {
+		m.fusedWidth += h.width()
+	}
+	m.fused = make([]float32, 0, len(m.Features)*m.fusedWidth)
+	for i := range m.Features {
+		for _, h := range m.Heads {
+			per := h.width()
+			m.fused = append(m.fused, h.Weights[i*per:i*per+per]...)
+		}
+	}
 }
 
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
