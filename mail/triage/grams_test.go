@@ -16,10 +16,7 @@ import (
 // over many times).
 func TestReusedNGramsGiveTheSameVectors(t *testing.T) {
 	c := qt.New(t)
-	m, err := LoadModel(embeddedModel)
-	c.Assert(err, qt.IsNil)
-	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
-	c.Assert(err, qt.IsNil)
+	m, all := modelAndTrainingSet(c)
 	c.Assert(len(all) > 1000, qt.IsTrue)
 	plain := newVectorizer(m.lookup)
 	large, small := m.newVectorizer(newGramCache(maxCachedWords)), m.newVectorizer(newGramCache(50))
@@ -41,10 +38,7 @@ func TestReusedNGramsGiveTheSameVectors(t *testing.T) {
 // over while they read) get the vectors of a vectorizer without one.
 func TestConcurrentMessagesShareTheCacheSafely(t *testing.T) {
 	c := qt.New(t)
-	m, err := LoadModel(embeddedModel)
-	c.Assert(err, qt.IsNil)
-	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
-	c.Assert(err, qt.IsNil)
+	m, all := modelAndTrainingSet(c)
 	shared := newGramCache(64)
 	var wg sync.WaitGroup
 	failed := make(chan string, 4)
@@ -73,10 +67,7 @@ func TestConcurrentMessagesShareTheCacheSafely(t *testing.T) {
 // each head's own distribution, number for number.
 func TestOnePassGivesEveryHeadsDistribution(t *testing.T) {
 	c := qt.New(t)
-	m, err := LoadModel(embeddedModel)
-	c.Assert(err, qt.IsNil)
-	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
-	c.Assert(err, qt.IsNil)
+	m, all := modelAndTrainingSet(c)
 	v := newVectorizer(m.lookup)
 	var x sparse
 	outs := make([][]float64, len(m.Heads))
@@ -92,4 +83,13 @@ func TestOnePassGivesEveryHeadsDistribution(t *testing.T) {
 			c.Assert(outs[i], qt.DeepEquals, want, qt.Commentf("%s, head %s", all[n].ID, h.Name))
 		}
 	}
+}
+
+// modelAndTrainingSet loads the embedded model and the mail it was trained on.
+func modelAndTrainingSet(c *qt.C) (*Model, []Example) {
+	m, err := LoadModel(embeddedModel)
+	c.Assert(err, qt.IsNil)
+	all, err := LoadTrainingSet("../../fixtures/triage/corpus.jsonl", "../../fixtures/triage/written/*.jsonl", mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	return m, all
 }
