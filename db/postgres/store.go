@@ -71,7 +71,8 @@ type Store struct {
 	tokens      db.Signer // signs page tokens
 	downloadKey []byte    // signs attachment download URLs
 
-	events   signal      // wakes the event log's readers (log.go)
+	events   db.Signal   // wakes the event log's readers (log.go)
+	controls db.Signal   // wakes the followers of the test controls' state (controls.go)
 	arrivals db.Arrivals // the messages of the events this process appended (log.go)
 	cache    caches      // keys and inboxes (cache.go)
 	queues   queueState  // this process's name on the queues' leases (outbound.go)
@@ -150,8 +151,9 @@ func (s *Store) start(ctx context.Context) error {
 	}
 	s.listener.lost = s.pool.Reset
 	return s.listener.start(ctx, s.pool.Config().ConnConfig, map[string]func(){
-		chanEvents: s.events.fire,
-		chanAuth:   s.cache.invalidate,
+		chanEvents:   s.events.Fire,
+		chanAuth:     s.cache.invalidate,
+		chanControls: s.controls.Fire,
 	})
 }
 
