@@ -12,7 +12,9 @@ import (
 // The test controls (extensions section 6): what a CI suite needs from a test double,
 // under /_inboxd/, answered without a key and only with serve --test-controls
 // (Config.TestControls); without it every path is not_found. Each is an operation of
-// schema's table (Control), validated like the API's.
+// schema's table (Control), validated like the API's. What they change is the database's,
+// so it holds on every process of it: the fault rules and the clock too, through
+// mail.Controls.
 
 // controlHandlers are the handlers of the test controls, by operationId.
 func (s *Server) controlHandlers() map[string]handler {
