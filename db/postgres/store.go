@@ -8,7 +8,8 @@
 // What makes several processes correct is written where it happens: units of work and
 // their isolation (unit.go), the order of the logs readers follow by seq and the
 // notifications that wake other processes (log.go), the caches every process's changes
-// empty (cache.go), and the leases of the durable queues (each queue's file).
+// empty (cache.go), the test controls' fault rules and clock (controls.go), and the leases
+// of the durable queues (each queue's file).
 //
 // How a method here is written:
 //   - a write runs in s.write(ctx, func(w *wtx) error): READ COMMITTED, run again on a
