@@ -50,6 +50,19 @@ type TestDouble interface {
 	// indexes; the review dashboard's operators and audit log stay as they are.
 	// Errors: not_found (no snapshot was taken).
 	ResetToSnapshot(ctx context.Context) error
+
+	// Controls returns the test controls' fault rules and clock offset (controls.go), as
+	// every process of the database shares them.
+	Controls(ctx context.Context) (*ControlState, error)
+	// UpdateControls changes them with fn through ChangeControls, in a transaction that no
+	// other change to them interleaves with, and returns them as they are after it; once
+	// it commits, every process's ControlsChanged fires. fn may run more than once, so it
+	// sets its results afresh.
+	UpdateControls(ctx context.Context, fn func(*ControlState) bool) (*ControlState, error)
+	// ControlsChanged returns a channel closed once a change to them commits after the
+	// call, made by this process or another (or once another's changes may have been
+	// missed, such as after a lost connection: read them again then).
+	ControlsChanged() <-chan struct{}
 }
 
 // ScanOutboxItem decodes an outbox row: the message's row id, Message-ID, inbox address,

@@ -14,9 +14,10 @@ import (
 
 // Fault rules of the test controls (extensions section 6): a CI suite makes the next
 // delivery bounce, an SMTP stage answer an error, an API operation fail or slow down, or
-// triage fail, to test how its code copes. The rules live in the process that serves the
-// controls, one Faults shared by the API, the SMTP listener, outbound delivery and triage;
-// none is set unless a test sets one.
+// triage fail, to test how its code copes. The rules are kept in the database, shared by
+// every process that serves it (controls.go); each process holds them in one Faults,
+// shared by its API, SMTP listener, outbound delivery and triage. None is set unless a
+// test sets one.
 
 // Fault targets.
 const (
@@ -62,10 +63,14 @@ type FaultCase struct {
 	Recipient, Stage, Sender, Operation string
 }
 
-// Faults holds the rules in force. The zero value has none; a nil *Faults fires nothing.
+// Faults holds the rules in force in this process: those of the test controls' state in
+// the database, which Controls loads whenever it changes. The zero value has none; a nil
+// *Faults fires nothing.
 type Faults struct {
-	mu    sync.Mutex
-	rules []faultState
+	mu       sync.Mutex
+	set      int64 // the version the rules were set at (db.ControlState.RulesSet)
+	rules    []faultState
+	controls *Controls // counts the firings of rules with times, in the database
 }
 
 type faultState struct {
@@ -73,13 +78,17 @@ type faultState struct {
 	fired int
 }
 
-// Set replaces the rules (CheckFaultRules first).
-func (f *Faults) Set(rules []FaultRule) {
+// load puts rules in force, the rules set at version set, with what each has fired.
+func (f *Faults) load(set int64, rules []FaultRule, fired []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.set = set
 	f.rules = make([]faultState, len(rules))
 	for i, r := range rules {
 		f.rules[i] = faultState{FaultRule: r}
+		if i < len(fired) {
+			f.rules[i].fired = fired[i]
+		}
 	}
 }
 
@@ -94,7 +103,7 @@ func (f *Faults) Rules() []FaultRule {
 	for _, r := range f.rules {
 		rule := r.FaultRule
 		if rule.Times != nil {
-			left := *rule.Times - r.fired
+			left := max(*rule.Times-r.fired, 0)
 			rule.Times = &left
 		}
 		out = append(out, rule)
@@ -118,27 +127,48 @@ func (f *Faults) Has(target string) bool {
 	return false
 }
 
-// Fire returns the effect of the first rule of target that matches c and fires (its
-// probability drawn, not spent), counting the firing; nil when none does.
+// Fire returns the effect of the first rule of target that matches c and fires, nil when
+// none does. Its probability is drawn here, for each match; a firing of a rule with times
+// is counted in the database (Controls.spend), so that times fire in all, whichever
+// processes the matches reach, and a rule another process has spent is passed over.
 func (f *Faults) Fire(target string, c FaultCase) *FaultEffect {
 	if f == nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i := range f.rules {
-		r := &f.rules[i]
-		if r.Target != target || !r.matches(c) || (r.Times != nil && r.fired >= *r.Times) {
-			continue
-		}
+	candidates, controls := f.candidates(target, c)
+	for _, r := range candidates {
 		if r.Probability != nil && rand.Float64() >= *r.Probability {
 			continue
 		}
-		r.fired++
+		if r.Times != nil && !controls.spend(r.set, r.index, *r.Times) {
+			continue
+		}
 		e := *r.Effect
 		return &e
 	}
 	return nil
+}
+
+// faultCandidate is a rule that may fire, with where it is in the rules set at set.
+type faultCandidate struct {
+	FaultRule
+	set   int64
+	index int
+}
+
+// candidates are the rules of target that match c and are not spent, in order, and the
+// Controls that count their firings. The firing is decided without the lock, since
+// counting it takes a round trip.
+func (f *Faults) candidates(target string, c FaultCase) ([]faultCandidate, *Controls) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []faultCandidate
+	for i, r := range f.rules {
+		if r.Target == target && r.matches(c) && (r.Times == nil || r.fired < *r.Times) {
+			out = append(out, faultCandidate{FaultRule: r.FaultRule, set: f.set, index: i})
+		}
+	}
+	return out, f.controls
 }
 
 func (r *FaultRule) matches(c FaultCase) bool {

@@ -12,7 +12,9 @@ import (
 // The test controls (extensions section 6): what a CI suite needs from a test double,
 // under /_inboxd/, answered without a key and only with serve --test-controls
 // (Config.TestControls); without it every path is not_found. Each is an operation of
-// schema's table (Control), validated like the API's.
+// schema's table (Control), validated like the API's. What they change is the database's,
+// so it holds on every process of it: the fault rules and the clock too, through
+// mail.Controls.
 
 // controlHandlers are the handlers of the test controls, by operationId.
 func (s *Server) controlHandlers() map[string]handler {
@@ -111,14 +113,18 @@ func (s *Server) setAccountDisabled(w http.ResponseWriter, r *http.Request, c *c
 	return nil
 }
 
-// handleClockGet serves GET /_inboxd/clock.
+// handleClockGet serves GET /_inboxd/clock, with the offset read afresh from the
+// database, so that it agrees with a move another process has just made.
 func (s *Server) handleClockGet(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.controls.Refresh(r.Context()); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]db.Time{"now": {Time: s.now()}})
 	return nil
 }
 
 // handleClockAdvance serves POST /_inboxd/clock: every rule that reads time reads the
-// store's clock, which is the one Config.Clock moves.
+// store's clock, which is Config.Clock, which Controls moves on every process.
 func (s *Server) handleClockAdvance(w http.ResponseWriter, r *http.Request, c *call) error {
 	var req struct {
 		AdvanceSeconds float64 `json:"advanceSeconds"`
@@ -126,7 +132,9 @@ func (s *Server) handleClockAdvance(w http.ResponseWriter, r *http.Request, c *c
 	if err := c.decode(&req); err != nil {
 		return err
 	}
-	s.cfg.Clock.Advance(time.Duration(req.AdvanceSeconds * float64(time.Second)))
+	if err := s.controls.AdvanceClock(r.Context(), time.Duration(req.AdvanceSeconds*float64(time.Second))); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]db.Time{"now": {Time: s.now()}})
 	return nil
 }
@@ -198,13 +206,15 @@ func (s *Server) handleMessageInject(w http.ResponseWriter, r *http.Request, c *
 const resetCatchUp = 10 * time.Second
 
 // handleReset serves POST /_inboxd/reset: the store back to its start-up snapshot, the
-// clock back to the system's, and the search index caught up before the answer.
+// clock back to the system's and no fault rules (on every process), and the search index
+// caught up before the answer.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := s.store.ResetToSnapshot(r.Context()); err != nil {
 		return err
 	}
-	s.cfg.Clock.Rewind()
-	s.cfg.Faults.Set(nil)
+	if err := s.controls.Reset(r.Context()); err != nil {
+		return err
+	}
 	s.events.hub.Forget() // events of the mail the reset took away
 	if ix := s.cfg.Search; ix != nil {
 		deadline := time.Now().Add(resetCatchUp)
@@ -219,13 +229,23 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, c *call) er
 	return nil
 }
 
-// handleFaultsGet serves GET /_inboxd/faults.
+// handleFaultsGet serves GET /_inboxd/faults, read afresh from the database, so that it
+// agrees with a change (or a firing) another process has just made.
 func (s *Server) handleFaultsGet(w http.ResponseWriter, r *http.Request, c *call) error {
-	writeJSON(w, http.StatusOK, map[string]any{"rules": s.cfg.Faults.Rules()})
+	if err := s.controls.Refresh(r.Context()); err != nil {
+		return err
+	}
+	s.writeFaults(w)
 	return nil
 }
 
-// handleFaultsSet serves PUT /_inboxd/faults: the rules replace the ones in force.
+// writeFaults answers the rules in force.
+func (s *Server) writeFaults(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, map[string]any{"rules": s.cfg.Faults.Rules()})
+}
+
+// handleFaultsSet serves PUT /_inboxd/faults: the rules replace the ones in force on
+// every process.
 func (s *Server) handleFaultsSet(w http.ResponseWriter, r *http.Request, c *call) error {
 	var req struct {
 		Rules []mail.FaultRule `json:"rules"`
@@ -240,14 +260,20 @@ func (s *Server) handleFaultsSet(w http.ResponseWriter, r *http.Request, c *call
 	if err := mail.CheckFaultRules(req.Rules, func(id string) bool { return known[id] }); err != nil {
 		return err
 	}
-	s.cfg.Faults.Set(req.Rules)
-	return s.handleFaultsGet(w, r, c)
+	if err := s.controls.SetFaults(r.Context(), req.Rules); err != nil {
+		return err
+	}
+	s.writeFaults(w)
+	return nil
 }
 
 // handleFaultsClear serves DELETE /_inboxd/faults.
 func (s *Server) handleFaultsClear(w http.ResponseWriter, r *http.Request, c *call) error {
-	s.cfg.Faults.Set(nil)
-	return s.handleFaultsGet(w, r, c)
+	if err := s.controls.SetFaults(r.Context(), nil); err != nil {
+		return err
+	}
+	s.writeFaults(w)
+	return nil
 }
 
 // faultControls are the controls no api fault rule reaches: a test can always take its

@@ -83,6 +83,9 @@ type Server struct {
 	// lowPriority runs searches while mail arrives (priority.go); nil without Arrivals.
 	lowPriority *lowPriority
 	events      *eventsRuntime // streams and waits (events.go)
+	// controls keep the test controls' fault rules and clock in step with the database's
+	// (with Config.TestControls; controls.go).
+	controls *mail.Controls
 }
 
 // New builds the HTTP handler.
@@ -108,6 +111,12 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	if cfg.TestControls && (cfg.Clock == nil || cfg.Faults == nil) {
 		return nil, fmt.Errorf("server: test controls need the store's clock and the fault rules")
 	}
+	if cfg.TestControls {
+		if s.controls, err = mail.NewControls(store, cfg.Clock, cfg.Faults, log); err != nil {
+			s.events.close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	if cfg.Arrivals != nil {
 		s.lowPriority = newLowPriority()
 		if err := s.lowPriority.err; err != nil {
@@ -125,6 +134,9 @@ func (s *Server) Close() {
 		s.lowPriority.stop()
 	}
 	s.events.close()
+	if s.controls != nil {
+		s.controls.Close()
+	}
 }
 
 func (s *Server) routes() *httprouter.Router {

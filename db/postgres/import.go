@@ -76,12 +76,12 @@ var notCopiedColumns = map[string][]string{
 // retention dropped through (a setting in SQLite, a column here), and drops the settings
 // this store keeps elsewhere or makes afresh. The search store id goes so that an index
 // directory built for the source is rebuilt rather than trusted (the change log starts
-// empty here).
+// empty here). The test controls' state goes too: it is a test run's, not the data's.
 const importedHeads = `
 UPDATE log_heads SET last = (SELECT COALESCE(MAX(seq), 0) FROM events),
 	expired = COALESCE((SELECT convert_from(value, 'UTF8')::bigint FROM settings WHERE name = 'events_expired_through'), 0)
 	WHERE name = 'events';
-DELETE FROM settings WHERE name IN ('events_expired_through', 'search_store_id');`
+DELETE FROM settings WHERE name IN ('events_expired_through', 'search_store_id', 'test_controls');`
 
 // CopiedRows is how many rows an import copied into one table.
 type CopiedRows struct {

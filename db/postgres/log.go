@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,33 +147,7 @@ func newRowUUID() string {
 
 // EventsCommitted returns a channel closed once events are committed after the call, by
 // this process or another (the listener hears their notifications).
-func (s *Store) EventsCommitted() <-chan struct{} { return s.events.wait() }
-
-// signal wakes the goroutines waiting for something to be committed.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-// wait returns the channel the next fire closes.
-func (g *signal) wait() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ch == nil {
-		g.ch = make(chan struct{})
-	}
-	return g.ch
-}
-
-// fire wakes every waiter.
-func (g *signal) fire() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ch != nil {
-		close(g.ch)
-		g.ch = nil
-	}
-}
+func (s *Store) EventsCommitted() <-chan struct{} { return s.events.Wait() }
 
 // listener holds a connection of its own that LISTENs for the notifications of every
 // process's commits and calls the function of each channel. A connection lost is made

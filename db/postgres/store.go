@@ -8,7 +8,8 @@
 // What makes several processes correct is written where it happens: units of work and
 // their isolation (unit.go), the order of the logs readers follow by seq and the
 // notifications that wake other processes (log.go), the caches every process's changes
-// empty (cache.go), and the leases of the durable queues (each queue's file).
+// empty (cache.go), the test controls' fault rules and clock (controls.go), and the leases
+// of the durable queues (each queue's file).
 //
 // How a method here is written:
 //   - a write runs in s.write(ctx, func(w *wtx) error): READ COMMITTED, run again on a
@@ -71,7 +72,8 @@ type Store struct {
 	tokens      db.Signer // signs page tokens
 	downloadKey []byte    // signs attachment download URLs
 
-	events   signal      // wakes the event log's readers (log.go)
+	events   db.Signal   // wakes the event log's readers (log.go)
+	controls db.Signal   // wakes the followers of the test controls' state (controls.go)
 	arrivals db.Arrivals // the messages of the events this process appended (log.go)
 	cache    caches      // keys and inboxes (cache.go)
 	queues   queueState  // this process's name on the queues' leases (outbound.go)
@@ -150,8 +152,9 @@ func (s *Store) start(ctx context.Context) error {
 	}
 	s.listener.lost = s.pool.Reset
 	return s.listener.start(ctx, s.pool.Config().ConnConfig, map[string]func(){
-		chanEvents: s.events.fire,
-		chanAuth:   s.cache.invalidate,
+		chanEvents:   s.events.Fire,
+		chanAuth:     s.cache.invalidate,
+		chanControls: s.controls.Fire,
 	})
 }
 

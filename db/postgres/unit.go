@@ -72,7 +72,10 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 				s.cache.invalidate()
 			}
 			if w.notified[chanEvents] {
-				s.events.fire()
+				s.events.Fire()
+			}
+			if w.notified[chanControls] {
+				s.controls.Fire()
 			}
 			return nil
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,33 +21,16 @@ import (
 // messages of the events appended (db.Arrivals), for their payloads.
 type eventSignal struct {
 	appended atomic.Bool
-	mu       sync.Mutex
-	ch       chan struct{}
+	db.Signal
 	arrivals db.Arrivals
-}
-
-// wait returns the channel the next firing closes.
-func (e *eventSignal) wait() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ch == nil {
-		e.ch = make(chan struct{})
-	}
-	return e.ch
 }
 
 // fireIfAppended wakes the readers when events were appended since the last firing. A
 // transaction that appended and then rolled back wakes them for nothing, which is harmless.
 func (e *eventSignal) fireIfAppended() {
-	if !e.appended.Swap(false) {
-		return
+	if e.appended.Swap(false) {
+		e.Fire()
 	}
-	e.mu.Lock()
-	if e.ch != nil {
-		close(e.ch)
-		e.ch = nil
-	}
-	e.mu.Unlock()
 }
 
 // appendEvent appends e in tx and marks sig to fire after the commit.
@@ -72,7 +54,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEven
 }
 
 // EventsCommitted returns a channel closed when events are next committed.
-func (s *Store) EventsCommitted() <-chan struct{} { return s.events.wait() }
+func (s *Store) EventsCommitted() <-chan struct{} { return s.events.Wait() }
 
 // Arrivals returns the messages of the events this process appended a moment ago.
 func (s *Store) Arrivals() *db.Arrivals { return &s.events.arrivals }

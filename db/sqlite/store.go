@@ -48,6 +48,8 @@ type Store struct {
 	auth    authCache   // resolved API keys (keys.go)
 	inboxes inboxCache  // inboxes by address (inboxes.go)
 	events  eventSignal // wakes the event log's readers (events.go)
+	// controls wakes the followers of the test controls' state (controls.go).
+	controls db.Signal
 }
 
 // Open opens (creating if needed) the database at path and brings its schema up to date.

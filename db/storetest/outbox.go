@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"encoding/json"
+	"sync"
+	"time"
+
 	qt "github.com/frankban/quicktest"
 
 	"github.com/inboxd/inboxd/db"
@@ -110,6 +114,80 @@ func resetTests() []test {
 		}},
 		{"a reset without a snapshot is not found", func(e *env) {
 			e.isCode(e.st.ResetToSnapshot(e.ctx), db.ECodeNotFound)
+		}},
+	}
+}
+
+// controls changes the test controls' state with fn and returns it as it is after.
+func (e *env) controls(fn func(*db.ControlState) bool) *db.ControlState {
+	e.Helper()
+	c, err := e.st.UpdateControls(e.ctx, fn)
+	e.Assert(err, qt.IsNil)
+	return c
+}
+
+func controlTests() []test {
+	return []test{
+		{"the controls' rules, firings and clock offset are kept and read back", func(e *env) {
+			c, err := e.st.Controls(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(c, qt.DeepEquals, &db.ControlState{}) // a new database has none
+			changed := e.st.ControlsChanged()
+			rules := []json.RawMessage{json.RawMessage(`{"target":"api"}`), json.RawMessage(`{"target":"smtp"}`)}
+			set := e.controls(func(c *db.ControlState) bool { c.SetRules(rules); return true })
+			<-changed // fired by the commit
+			e.Assert(set.Rules, qt.HasLen, 2)
+			e.Assert(set.Fired, qt.DeepEquals, []int{0, 0})
+			e.controls(func(c *db.ControlState) bool { c.AdvanceClock(time.Hour); return true })
+			got, err := e.st.Controls(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(string(got.Rules[1]), qt.Equals, `{"target":"smtp"}`)
+			e.Assert(got.ClockOffset, qt.Equals, time.Hour)
+			e.Assert(got.Version > set.Version, qt.IsTrue)
+		}},
+		{"a rule with times fires that many times in all, and not for rules set since", func(e *env) {
+			set := e.controls(func(c *db.ControlState) bool { c.SetRules([]json.RawMessage{json.RawMessage(`{}`)}); return true })
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			spent := 0
+			for range 8 { // at once, as several processes would
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok := false
+					_, err := e.st.UpdateControls(e.ctx, func(c *db.ControlState) bool { ok = c.SpendFault(set.RulesSet, 0, 3); return ok })
+					e.Check(err, qt.IsNil)
+					mu.Lock()
+					defer mu.Unlock()
+					if ok {
+						spent++
+					}
+				}()
+			}
+			wg.Wait()
+			e.Assert(spent, qt.Equals, 3)
+			after := e.controls(func(c *db.ControlState) bool { return false }) // nothing changes
+			e.Assert(after.Fired, qt.DeepEquals, []int{3})
+
+			e.controls(func(c *db.ControlState) bool { c.SetRules([]json.RawMessage{json.RawMessage(`{}`)}); return true })
+			stale := true
+			e.controls(func(c *db.ControlState) bool { stale = c.SpendFault(set.RulesSet, 0, 5); return stale })
+			e.Assert(stale, qt.IsFalse) // the old rules' firing does not spend the new rule
+		}},
+		{"clearing takes the rules and the offset away, and a reset leaves the controls alone", func(e *env) {
+			e.Assert(e.st.SnapshotForReset(e.ctx), qt.IsNil)
+			e.controls(func(c *db.ControlState) bool {
+				c.SetRules([]json.RawMessage{json.RawMessage(`{}`)})
+				c.AdvanceClock(time.Minute)
+				return true
+			})
+			e.Assert(e.st.ResetToSnapshot(e.ctx), qt.IsNil)
+			kept, err := e.st.Controls(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(kept.ClockOffset, qt.Equals, time.Minute) // the server clears them itself
+			cleared := e.controls(func(c *db.ControlState) bool { c.Clear(); return true })
+			e.Assert(cleared.Rules, qt.HasLen, 0)
+			e.Assert(cleared.ClockOffset, qt.Equals, time.Duration(0))
 		}},
 	}
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"Webhooks", webhookTests()},
 		{"TestDouble", testDoubleTests()},
 		{"Reset", resetTests()},
+		{"Controls", controlTests()},
 		{"MessagesSince", sinceTests()},
 	}
 	for _, g := range groups {
