@@ -37,11 +37,14 @@ func (s *Store) CreateDashboardSession(ctx context.Context, hash [32]byte, opera
 	})
 }
 
-// DashboardSession returns the live session stored under hash, or nil.
+// DashboardSession returns the live session stored under hash, or nil. It reads the
+// operator too: a session of an operator removed by hand, even without the foreign key's
+// cascade, does not log anyone in.
 func (s *Store) DashboardSession(ctx context.Context, hash [32]byte) (*db.DashboardSession, error) {
 	var sess db.DashboardSession
 	var expires int64
-	err := s.pool.QueryRow(ctx, "SELECT operator, expires_at FROM dashboard_sessions WHERE token_hash = $1 AND expires_at > $2",
+	err := s.pool.QueryRow(ctx, `SELECT s.operator, s.expires_at FROM dashboard_sessions s JOIN operators o ON o.name = s.operator
+		WHERE s.token_hash = $1 AND s.expires_at > $2`,
 		hash[:], millis(s.Now())).Scan(&sess.Operator, &expires)
 	if noRows(err) {
 		return nil, nil
