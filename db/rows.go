@@ -24,6 +24,23 @@ type Rows interface {
 // FromMillis is a stored millisecond timestamp as a Time in UTC.
 func FromMillis(ms int64) Time { return Time{Time: time.UnixMilli(ms).UTC()} }
 
+// FromMillisOrZero decodes a time stored as milliseconds where 0 is none: the zero time
+// (LoginTries.LastFail).
+func FromMillisOrZero(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return FromMillis(ms).Time
+}
+
+// MillisOrZero encodes a time for FromMillisOrZero: the zero time is 0.
+func MillisOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
 // EachRow calls each for every row of rows, in order, and stops at its first error.
 func EachRow(rows Rows, each func(RowScanner) error) error {
 	for rows.Next() {

@@ -26,6 +26,7 @@ type Store interface {
 	Outbound
 	TriageQueue
 	Quarantine
+	DashboardLogins
 	ChangeLog
 	EventLog
 	Webhooks
@@ -197,7 +198,8 @@ type Quarantine interface {
 	// OperatorPasswordHash returns an operator's password hash, nil when none is stored.
 	OperatorPasswordHash(ctx context.Context, name string) ([]byte, error)
 	// SetOperatorPasswordHash stores an operator's password hash, noting how in the audit
-	// log.
+	// log, and ends the operator's dashboard sessions: whoever logged in with the old
+	// password is logged out.
 	SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error
 }
 

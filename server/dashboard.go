@@ -37,8 +37,7 @@ type dashboard struct {
 	s        *Server
 	pages    map[string]*template.Template
 	static   http.Handler
-	sessions sessions
-	throttle throttle      // login attempts per client (dashboard_throttle.go)
+	throttle *throttle     // login attempts per client (dashboard_throttle.go)
 	checks   chan struct{} // password checks under way, at most loginChecks
 	logins   loginCounts   // for /metrics
 	secure   bool          // cookies only over HTTPS (the base URL is https)
@@ -51,8 +50,7 @@ type dashboard struct {
 
 func newDashboard(s *Server) (*dashboard, error) {
 	d := &dashboard{s: s, pages: map[string]*template.Template{}, secure: strings.HasPrefix(s.cfg.BaseURL, "https://")}
-	d.sessions.m = map[[32]byte]*session{}
-	d.throttle.clients = map[netip.Prefix]*tries{}
+	d.throttle = &throttle{store: s.store, now: s.now}
 	d.checks = make(chan struct{}, loginChecks)
 	funcs := template.FuncMap{
 		"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
@@ -144,7 +142,12 @@ func (d *dashboard) page(h pageHandler, needSession bool) httprouter.Handle {
 		securityHeaders(w.Header())
 		q := &request{w: w, r: r, ps: ps}
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			q.sess = d.sessions.get(c.Value, d.s.now())
+			sess, err := d.session(r.Context(), c.Value)
+			if err != nil {
+				d.failErr(q, err)
+				return
+			}
+			q.sess = sess
 		}
 		if needSession && q.sess == nil {
 			if r.Method == http.MethodGet {
@@ -302,11 +305,17 @@ func (d *dashboard) handleLogin(q *request) error {
 	addr := d.s.clientAddr(q.r)
 	d.warnUntrustedProxy(q.r)
 	key := clientKey(addr)
-	if no := d.throttle.reserve(key, d.s.now()); no.wait > 0 {
+	no, err := d.throttle.reserve(ctx, key)
+	if err != nil {
+		return err
+	}
+	if no.wait > 0 {
 		return d.loginRefused(q, addr, no)
 	}
 	ok, checked, err := d.checkBounded(ctx, q.r.PostForm.Get("password"))
-	d.throttle.finish(key, outcomeOf(ok, checked), d.s.now())
+	if ferr := d.throttle.finish(ctx, key, outcomeOf(ok, checked)); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}
@@ -322,7 +331,10 @@ func (d *dashboard) handleLogin(q *request) error {
 		return d.loginPage(q, http.StatusUnauthorized, "Wrong password.")
 	}
 	d.logins.ok.Add(1)
-	token, _ := d.sessions.create(Operator, d.s.now())
+	token, err := d.startSession(ctx, Operator)
+	if err != nil {
+		return err
+	}
 	if err := d.s.store.Audit(ctx, db.AuditEntry{Actor: Operator, Action: "login", Remote: remote}); err != nil {
 		return err
 	}
@@ -375,7 +387,9 @@ func (d *dashboard) remote(r *http.Request) string { return remoteText(d.s.clien
 // POST /dashboard/logout
 func (d *dashboard) handleLogout(q *request) error {
 	if c, err := q.r.Cookie(sessionCookie); err == nil {
-		d.sessions.drop(c.Value)
+		if err := d.s.store.EndDashboardSession(q.r.Context(), tokenHash(c.Value)); err != nil {
+			return err
+		}
 	}
 	http.SetCookie(q.w, d.cookie(sessionCookie, "", -1))
 	if err := d.s.store.Audit(q.r.Context(), db.AuditEntry{Actor: q.sess.operator, Action: "logout", Remote: d.remote(q.r)}); err != nil {

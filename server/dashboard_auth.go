@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -9,7 +10,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -27,7 +27,7 @@ const (
 	sessionCookie   = "inboxd_session"
 	loginCookie     = "inboxd_login" // CSRF token of the login form (double submit)
 	sessionLifetime = 12 * time.Hour
-	maxSessions     = 1000
+	maxSessions     = 1000 // per operator: the oldest is dropped
 
 	bcryptCost = bcrypt.DefaultCost
 )
@@ -92,16 +92,13 @@ func EnsureOperatorPassword(ctx context.Context, store db.Store, password string
 	return generated, nil
 }
 
-// session is a logged-in operator. Only the SHA-256 of its cookie is kept.
+// session is a logged-in operator, as a dashboard request sees it. The store keeps it
+// (db.DashboardLogins), so that it holds on every process on one database and survives a
+// restart, by the SHA-256 of its cookie's token only: what the table holds (in a backup, a
+// replica) logs no one in.
 type session struct {
 	operator string
 	csrf     string
-	expires  time.Time
-}
-
-type sessions struct {
-	mu sync.Mutex
-	m  map[[32]byte]*session
 }
 
 func randomToken() string {
@@ -110,50 +107,37 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (ss *sessions) create(operator string, now time.Time) (string, *session) {
+// tokenHash is what the store keeps of a session's token.
+func tokenHash(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// csrfOf is the CSRF token of the forms of the session whose cookie holds token: derived
+// from it, so that it is stored nowhere and is the same on every process, and one-way, so
+// that the token on a page tells nothing of the cookie's (nor does the stored hash tell
+// the form's).
+func csrfOf(token string) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte("inboxd dashboard csrf"))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// startSession logs operator in and returns the token of its cookie.
+func (d *dashboard) startSession(ctx context.Context, operator string) (string, error) {
 	token := randomToken()
-	s := &session{operator: operator, csrf: randomToken(), expires: now.Add(sessionLifetime)}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for k, v := range ss.m {
-		if now.After(v.expires) {
-			delete(ss.m, k)
-		}
-	}
-	if len(ss.m) >= maxSessions {
-		// Drop the oldest: the cap keeps a flood of logins from growing memory.
-		var oldest [32]byte
-		var at time.Time
-		for k, v := range ss.m {
-			if at.IsZero() || v.expires.Before(at) {
-				oldest, at = k, v.expires
-			}
-		}
-		delete(ss.m, oldest)
-	}
-	ss.m[sha256.Sum256([]byte(token))] = s
-	return token, s
+	err := d.s.store.CreateDashboardSession(ctx, tokenHash(token), operator, d.s.now().Add(sessionLifetime), maxSessions)
+	return token, err
 }
 
-func (ss *sessions) get(token string, now time.Time) *session {
-	if token == "" {
-		return nil
+// session returns the live session whose cookie holds token, or nil: one lookup by key in
+// the store, on every request, so a logout or an expiry holds on every process at once.
+func (d *dashboard) session(ctx context.Context, token string) (*session, error) {
+	if !tokenPattern.MatchString(token) {
+		return nil, nil // not a token this server makes: nothing to look up
 	}
-	key := sha256.Sum256([]byte(token))
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s := ss.m[key]
-	if s != nil && now.After(s.expires) {
-		delete(ss.m, key)
-		return nil
+	s, err := d.s.store.DashboardSession(ctx, tokenHash(token))
+	if s == nil || err != nil {
+		return nil, err
 	}
-	return s
-}
-
-func (ss *sessions) drop(token string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.m, sha256.Sum256([]byte(token)))
+	return &session{operator: s.Operator, csrf: csrfOf(token)}, nil
 }
 
 // checkPassword compares against the stored hash; it costs a bcrypt comparison even when no

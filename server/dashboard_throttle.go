@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // The dashboard's login throttle. An attempt is counted before its password is checked,
@@ -17,6 +18,11 @@ import (
 // check runs at a time, so that a flood of logins, from however many addresses, costs the
 // API at most one CPU's worth of bcrypt and is not queued. docs/protection.md's dashboard section
 // states the policy.
+//
+// The counts are the store's (db.DashboardLogins), so they hold across the processes on
+// one database and survive a restart: a guesser gets no more tries by spreading its
+// guesses over processes. The store counts each attempt in one atomic step and returns the
+// client's tries with it; the rule below, the one home of the policy, judges them.
 const (
 	// A client gets loginFreeTries password checks. After that many wrong passwords its
 	// next check waits loginFirstWait, and every further wrong one doubles the wait, up to
@@ -27,11 +33,15 @@ const (
 	loginMaxWait   = time.Hour
 	loginForget    = 15 * time.Minute
 
-	// maxTrackedClients bounds the throttle's memory (about 100 bytes a client). When it
-	// is full, the client closest to being forgotten among evictSample looked at is
-	// dropped: bounded work under the lock, whatever the number of addresses guessing.
-	maxTrackedClients = 10000
-	evictSample       = 32
+	// An attempt counted whose check never finished (its process died during it) stops
+	// counting once its client has made no attempt for loginLost: a check finishes within
+	// loginQueueWait and one bcrypt.
+	loginLost = time.Minute
+
+	// Every loginPruneEvery, a process drops the counts of clients idle for loginIdle: the
+	// longest wait and the forgetting after it are over, so they hold nothing.
+	loginPruneEvery = 10 * time.Minute
+	loginIdle       = loginMaxWait + loginForget
 
 	// loginChecks password checks (bcrypt, tens of milliseconds of a CPU each) run at
 	// once, whoever asks: one is about 13 logins a second at the default cost, plenty for
@@ -53,124 +63,85 @@ func waitAfter(n int) time.Duration {
 	return min(loginMaxWait, loginFirstWait<<min(n-loginFreeTries, 16))
 }
 
-// tries is what the throttle knows of one client.
-type tries struct {
-	pending  int // attempts counted whose password is being checked
-	failed   int // wrong passwords since the last right one, or since forgotten
-	lastFail time.Time
-	reported int // failed+pending+1 when a refusal was last reported: one audit row per wait
-}
-
 // waitUntil is when the client's next check may start.
-func (c *tries) waitUntil() time.Time { return c.lastFail.Add(waitAfter(c.failed)) }
+func waitUntil(c db.LoginTries) time.Time { return c.LastFail.Add(waitAfter(c.Failed)) }
 
-// forgetAt is when the client may be forgotten, unless it has attempts pending.
-func (c *tries) forgetAt() time.Time { return c.waitUntil().Add(loginForget) }
+// forgotten reports whether the client's failures are forgotten at now: loginForget has
+// passed without a wrong password since its wait was over.
+func forgotten(c db.LoginTries, now time.Time) bool {
+	return c.Failed > 0 && !now.Before(waitUntil(c).Add(loginForget))
+}
 
 // refusal is the throttle's answer to an attempt: wait zero lets it go ahead.
 type refusal struct {
 	wait   time.Duration
+	mark   int  // what the wait is about: the wrong passwords it is the wait of, plus one
 	report bool // the first refusal of this wait, worth an audit row
 }
 
-// throttle counts the login attempts of each client.
-type throttle struct {
-	mu      sync.Mutex
-	clients map[netip.Prefix]*tries
-}
-
-// reserve counts an attempt of client key before its password is checked. It is refused
-// while the client waits, or while the attempts it has pending use every check it has
-// left (then the wait is what it would be if they all failed). An attempt let through
-// must be finished.
-func (t *throttle) reserve(key netip.Prefix, now time.Time) refusal {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.clients[key]
-	if c != nil && c.pending == 0 && !now.Before(c.forgetAt()) {
-		c = nil
-		delete(t.clients, key)
-	}
-	if c == nil {
-		if !t.makeRoom(now) {
-			// Ten thousand clients each have a check under way; this one comes back later.
-			return refusal{wait: loginBusyRetry}
-		}
-		c = &tries{}
-		t.clients[key] = c
-	}
-	var wait time.Duration
+// judge decides an attempt just counted, from the client's tries with it pending. It is
+// refused while the client waits, or while the attempts it has pending (this one
+// included) are more than the checks it has left; then the wait is what it would be if
+// those checks all failed. A refusal's mark names its wait by the number of wrong
+// passwords it is the wait of (plus one), the same while the pending checks finish
+// wrong, so that one wait gets one report.
+func judge(c db.LoginTries, now time.Time) refusal {
+	left := max(1, loginFreeTries-c.Failed)
 	switch {
-	case waitAfter(c.failed) > 0 && now.Before(c.waitUntil()):
-		// (Only then: now was read before the lock, and a failure finished meanwhile may
-		// be a moment later; that is no reason to wait.)
-		wait = c.waitUntil().Sub(now)
-	case c.pending >= max(1, loginFreeTries-c.failed):
-		wait = waitAfter(c.failed + c.pending)
-	default:
-		c.pending++
-		return refusal{}
+	case waitAfter(c.Failed) > 0 && now.Before(waitUntil(c)):
+		return refusal{wait: waitUntil(c).Sub(now), mark: c.Failed + 1}
+	case c.Pending > left:
+		return refusal{wait: waitAfter(c.Failed + left), mark: c.Failed + left + 1}
 	}
-	// The wait is that of failed+pending wrong passwords (pending ones counted as wrong
-	// until they finish): the same number, the same wait, one report.
-	mark := c.failed + c.pending + 1
-	r := refusal{wait: wait, report: c.reported != mark}
-	c.reported = mark
-	return r
+	return refusal{}
 }
 
-// makeRoom makes sure a new client can be tracked, dropping the one closest to being
-// forgotten among a sample when the table is full. It reports false when every client
-// sampled has an attempt pending: those must stay counted.
-func (t *throttle) makeRoom(now time.Time) bool {
-	if len(t.clients) < maxTrackedClients {
-		return true
-	}
-	var victim netip.Prefix
-	var at time.Time
-	seen := 0
-	for k, c := range t.clients { // map order is random: a fair sample
-		if seen++; seen > evictSample {
-			break
-		}
-		if c.pending == 0 && (at.IsZero() || c.forgetAt().Before(at)) {
-			victim, at = k, c.forgetAt()
-		}
-	}
-	if at.IsZero() {
-		return false
-	}
-	delete(t.clients, victim)
-	return true
+// throttle counts the login attempts of each client, in the store.
+type throttle struct {
+	store  db.DashboardLogins
+	now    func() time.Time
+	pruned atomic.Int64 // when this process last pruned the counts (Unix nanoseconds)
 }
 
-// outcome is how a counted attempt ended.
-type outcome int
-
-const (
-	unchecked outcome = iota // the password was not checked (no check free, or an error)
-	wrongPassword
-	rightPassword
-)
+// reserve counts an attempt of client key before its password is checked, and judges
+// it. An attempt let through must be finished; a refused one is given back here.
+func (t *throttle) reserve(ctx context.Context, key netip.Prefix) (refusal, error) {
+	t.prune(ctx)
+	client := key.String()
+	c, err := t.store.CountLoginAttempt(ctx, client, loginLost)
+	if err != nil {
+		return refusal{}, err
+	}
+	now := t.now() // after the count: no failure it saw is later than now
+	if forgotten(c, now) {
+		if err := t.store.ForgetLoginTries(ctx, client, c); err != nil {
+			return refusal{}, err
+		}
+		c = db.LoginTries{Pending: c.Pending}
+	}
+	r := judge(c, now)
+	if r.wait > 0 {
+		r.report, err = t.store.RefuseLoginAttempt(ctx, client, r.mark)
+	}
+	return r, err
+}
 
 // finish ends an attempt reserve let through: a wrong password counts, a right one clears
-// the client's count, an unchecked attempt is given back.
-func (t *throttle) finish(key netip.Prefix, o outcome, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.clients[key]
-	if c == nil {
+// the client's count, an unchecked attempt is given back. It runs even when the client
+// has gone away meanwhile.
+func (t *throttle) finish(ctx context.Context, key netip.Prefix, o db.LoginOutcome) error {
+	return t.store.FinishLoginAttempt(context.WithoutCancel(ctx), key.String(), o)
+}
+
+// prune drops the counts of idle clients, every loginPruneEvery (on whichever process
+// gets a login then; a failure is tried again at the next login).
+func (t *throttle) prune(ctx context.Context) {
+	now, last := t.now().UnixNano(), t.pruned.Load()
+	if now-last < int64(loginPruneEvery) || !t.pruned.CompareAndSwap(last, now) {
 		return
 	}
-	c.pending--
-	switch {
-	case o == rightPassword && c.pending == 0:
-		delete(t.clients, key)
-	case o == rightPassword:
-		*c = tries{pending: c.pending}
-	case o == wrongPassword:
-		c.failed++
-		c.lastFail = now
+	if t.store.PruneLoginTries(ctx, loginIdle) != nil {
+		t.pruned.Store(last)
 	}
 }
 
@@ -192,14 +163,14 @@ func (d *dashboard) checkBounded(ctx context.Context, password string) (ok, chec
 }
 
 // outcomeOf classifies a bounded check for the throttle.
-func outcomeOf(ok, checked bool) outcome {
+func outcomeOf(ok, checked bool) db.LoginOutcome {
 	switch {
 	case !checked:
-		return unchecked
+		return db.LoginUnchecked
 	case ok:
-		return rightPassword
+		return db.LoginRightPassword
 	}
-	return wrongPassword
+	return db.LoginWrongPassword
 }
 
 // waitText says a wait the way the login page does, rounded up: "40 seconds", "5 minutes".

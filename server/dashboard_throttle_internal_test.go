@@ -1,25 +1,68 @@
 package server
 
 import (
-	"net/netip"
+	"fmt"
 	"testing"
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
 )
 
-// An attempt whose time was read a moment before a concurrent wrong password finished
-// (the handler reads the clock before the throttle's lock) still has its tries left: it
-// is not told to wait a second. (The login flood test met this now and then.)
-func TestThrottleAttemptReadBeforeAFailure(t *testing.T) {
-	th := throttle{clients: map[netip.Prefix]*tries{}}
-	key := clientKey(netip.MustParseAddr("192.0.2.1"))
+// The throttle's rule on the tries the store returns with an attempt counted: which
+// attempts go ahead, how long the others wait, and that a wait keeps one mark while the
+// checks pending when it began finish wrong (one audit row per wait, whichever process
+// refuses).
+func TestThrottleJudge(t *testing.T) {
 	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	for range loginFreeTries - 1 {
-		qt.Assert(t, th.reserve(key, at), qt.Equals, refusal{})
-		th.finish(key, wrongPassword, at)
+	tries := func(pending, failed int) db.LoginTries {
+		c := db.LoginTries{Pending: pending, Failed: failed}
+		if failed > 0 {
+			c.LastFail = at
+		}
+		return c
 	}
-	qt.Assert(t, th.reserve(key, at.Add(-time.Millisecond)), qt.Equals, refusal{})
-	th.finish(key, wrongPassword, at)
-	qt.Assert(t, th.reserve(key, at.Add(time.Second)).wait, qt.Equals, loginFirstWait-time.Second)
+	for _, tc := range []struct {
+		c    db.LoginTries
+		now  time.Time
+		want refusal
+	}{
+		{tries(1, 0), at, refusal{}},
+		{tries(5, 0), at, refusal{}},
+		{tries(6, 0), at, refusal{wait: time.Minute, mark: 6}},
+		{tries(3, 2), at, refusal{}},
+		{tries(4, 2), at, refusal{wait: time.Minute, mark: 6}},
+		// The fourth wrong password finished a moment ago: the fifth try is still free.
+		{tries(1, 4), at, refusal{}},
+		{tries(1, 5), at, refusal{wait: time.Minute, mark: 6}},
+		{tries(1, 5), at.Add(time.Second), refusal{wait: time.Minute - time.Second, mark: 6}},
+		{tries(1, 5), at.Add(time.Minute), refusal{}},
+		{tries(2, 5), at.Add(time.Minute), refusal{wait: 2 * time.Minute, mark: 7}},
+		{tries(1, 6), at.Add(30 * time.Second), refusal{wait: 90 * time.Second, mark: 7}},
+		{tries(1, 30), at, refusal{wait: time.Hour, mark: 31}},
+	} {
+		qt.Check(t, judge(tc.c, tc.now), qt.Equals, tc.want, qt.Commentf("%+v at %v", tc.c, tc.now.Sub(at)))
+	}
+}
+
+// Failures are forgotten 15 minutes after the wait they earned is over.
+func TestThrottleForgets(t *testing.T) {
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		failed int
+		after  time.Duration
+		want   bool
+	}{
+		{0, 24 * time.Hour, false},
+		{1, 15*time.Minute - time.Millisecond, false},
+		{1, 15 * time.Minute, true},
+		{5, 16*time.Minute - time.Millisecond, false},
+		{5, 16 * time.Minute, true},
+		{7, 19 * time.Minute, true},
+		{40, time.Hour + 15*time.Minute, true},
+	} {
+		c := db.LoginTries{Pending: 1, Failed: tc.failed, LastFail: at}
+		qt.Check(t, forgotten(c, at.Add(tc.after)), qt.Equals, tc.want, qt.Commentf(fmt.Sprint(tc)))
+	}
 }

@@ -45,6 +45,9 @@ var CopiedTables = []CopiedTable{
 	{"outbound", []string{"id", "message_id", "recipient", "state", "attempts", "next_at", "created_at", "state_at"}},
 	{"triage_queue", []string{"message_id", "next_at", "attempts", "charged_period", "created_at", "signals"}},
 	{"operators", []string{"name", "password_hash", "updated_at"}},
+	// The operator stays logged in across the move, and a guesser's count stays.
+	{"dashboard_sessions", []string{"token_hash", "operator", "expires_at"}},
+	{"login_tries", []string{"client", "pending", "failed", "last_fail", "reported", "touched_at"}},
 	{"audit_log", []string{"id", "at", "actor", "action", "account_id", "inbox", "message_id", "detail", "remote"}},
 	{"events", []string{"seq", "event_id", "account_id", "inbox_id", "type", "occurred_at", "message_row", "message_id", "thread_id", "detail"}},
 	{"webhooks", []string{"id", "uuid", "account_id", "url", "event_types", "inbox_ids", "inbox_rows", "description", "enabled", "secret", "created_at", "updated_at"}},

@@ -161,13 +161,16 @@ func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, 
 	return h, storageError(err)
 }
 
-// SetOperatorPasswordHash stores an operator's password hash (never the password) and
-// audits the change.
+// SetOperatorPasswordHash stores an operator's password hash (never the password),
+// ends the operator's dashboard sessions and audits the change.
 func (s *Store) SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error {
 	return s.write(ctx, func(w *wtx) error {
 		if _, err := w.exec(`INSERT INTO operators(name, password_hash, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
 			name, hash, millis(w.now)); err != nil {
+			return err
+		}
+		if _, err := w.exec("DELETE FROM dashboard_sessions WHERE operator = $1", name); err != nil {
 			return err
 		}
 		return w.audit(db.AuditEntry{Actor: "system", Action: how, Detail: "operator " + name})

@@ -21,12 +21,12 @@ import (
 // snapshotPrefix names the copies.
 const snapshotPrefix = "reset_snapshot_"
 
-// resetKept are the tables a reset leaves alone: settings, the review dashboard's operators
-// and audit log (a person's record, not test state), the change log with its readers and
-// the logs' heads, which tell the search indexes and streams what the reset changed, and
-// the migrations' record.
-var resetKept = map[string]bool{"settings": true, "operators": true, "audit_log": true, "index_queue": true,
-	"change_readers": true, "log_heads": true, "schema_migrations": true}
+// resetKept are the tables a reset leaves alone: settings, the review dashboard's operators,
+// their sessions and login counts, and its audit log (a person's record, not test state),
+// the change log with its readers and the logs' heads, which tell the search indexes and
+// streams what the reset changed, and the migrations' record.
+var resetKept = map[string]bool{"settings": true, "operators": true, "dashboard_sessions": true, "login_tries": true,
+	"audit_log": true, "index_queue": true, "change_readers": true, "log_heads": true, "schema_migrations": true}
 
 // dataTables returns the tables a reset restores, and how many copies exist.
 func dataTables(ctx context.Context, tx querier) (tables []string, snapshots int, err error) {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -121,3 +122,26 @@ func TestEventsCommittedWakesOtherProcesses(t *testing.T) {
 }
 
 func errorAs(err error, target **db.Error) bool { return errors.As(err, target) }
+
+// A session of an operator removed by hand logs no one in, on any process.
+func TestSessionOfARemovedOperatorEnds(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a, b := open(t, url, nil), open(t, url, nil)
+	ctx := context.Background()
+	qt.Assert(t, a.SetOperatorPasswordHash(ctx, "admin", []byte("hash"), "password_set"), qt.IsNil)
+	hash := sha256.Sum256([]byte("token"))
+	qt.Assert(t, a.CreateDashboardSession(ctx, hash, "admin", a.Now().Add(time.Hour), 10), qt.IsNil)
+	sess, err := b.DashboardSession(ctx, hash)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, sess, qt.IsNotNil)
+	conn, err := pgx.Connect(ctx, url)
+	qt.Assert(t, err, qt.IsNil)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DELETE FROM operators WHERE name = 'admin'")
+	qt.Assert(t, err, qt.IsNil)
+	for _, s := range []*postgres.Store{a, b} {
+		sess, err := s.DashboardSession(ctx, hash)
+		qt.Assert(t, err, qt.IsNil)
+		qt.Assert(t, sess, qt.IsNil)
+	}
+}

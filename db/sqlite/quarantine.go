@@ -230,14 +230,17 @@ func (s *Store) OperatorPasswordHash(ctx context.Context, name string) ([]byte, 
 	return h, storageError(err)
 }
 
-// SetOperatorPasswordHash stores an operator's password hash (never the password) and
-// audits the change.
+// SetOperatorPasswordHash stores an operator's password hash (never the password),
+// ends the operator's dashboard sessions and audits the change.
 func (s *Store) SetOperatorPasswordHash(ctx context.Context, name string, hash []byte, how string) error {
 	now := s.Now()
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO operators(name, password_hash, updated_at) VALUES (?, ?, ?)
 			ON CONFLICT(name) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at`,
 			name, hash, millis(now)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM dashboard_sessions WHERE operator = ?", name); err != nil {
 			return err
 		}
 		return audit(ctx, tx, now, db.AuditEntry{Actor: "system", Action: how, Detail: "operator " + name})

@@ -17,10 +17,11 @@ import (
 // snapshotPrefix names the copies.
 const snapshotPrefix = "reset_snapshot_"
 
-// resetKept are the tables a reset leaves alone: settings, the review dashboard's operators
-// and audit log (a person's record, not test state), and the change log with its readers,
-// which tell the search indexes what the reset changed.
-var resetKept = map[string]bool{"settings": true, "operators": true, "audit_log": true, "index_queue": true, "change_readers": true}
+// resetKept are the tables a reset leaves alone: settings, the review dashboard's operators,
+// their sessions and login counts, and its audit log (a person's record, not test state),
+// and the change log with its readers, which tell the search indexes what the reset changed.
+var resetKept = map[string]bool{"settings": true, "operators": true, "dashboard_sessions": true, "login_tries": true,
+	"audit_log": true, "index_queue": true, "change_readers": true}
 
 // dataTables returns the tables a reset restores.
 func dataTables(ctx context.Context, tx *sql.Tx) ([]string, error) {

@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -135,4 +137,26 @@ func TestThreadingFollowsReferencesNotSubjects(t *testing.T) {
 	dup := msg("<root@b>", nil, false)
 	c.Assert(dup.Existed, qt.IsTrue)
 	c.Assert(dup.ThreadID, qt.Equals, root.ThreadID)
+}
+
+// A session of an operator removed by hand (the sqlite3 shell, whose foreign keys are off
+// unless asked for) logs no one in.
+func TestSessionOfARemovedOperatorEnds(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	c.Assert(err, qt.IsNil)
+	defer s.Close()
+	c.Assert(s.SetOperatorPasswordHash(ctx, "admin", []byte("hash"), "password_set"), qt.IsNil)
+	hash := sha256.Sum256([]byte("token"))
+	c.Assert(s.CreateDashboardSession(ctx, hash, "admin", s.Now().Add(time.Hour), 10), qt.IsNil)
+	shell, err := sql.Open("sqlite3", path)
+	c.Assert(err, qt.IsNil)
+	defer shell.Close()
+	_, err = shell.Exec("DELETE FROM operators WHERE name = 'admin'")
+	c.Assert(err, qt.IsNil)
+	sess, err := s.DashboardSession(ctx, hash)
+	c.Assert(err, qt.IsNil)
+	c.Assert(sess, qt.IsNil)
 }

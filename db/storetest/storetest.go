@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"Outbound", outboundTests()},
 		{"TriageQueue", triageTests()},
 		{"Quarantine", quarantineTests()},
+		{"DashboardLogins", dashboardTests()},
 		{"ChangeLog", changeLogTests()},
 		{"EventLog", eventTests()},
 		{"Webhooks", webhookTests()},
