@@ -301,7 +301,7 @@ func webhookInboxes(tx Tx, accountID string, ids []string) ([]string, []int64, e
 
 // fanOut queues the deliveries of a just appended event: one to each enabled webhook of
 // its account that wants it. It runs in the event's unit of work, for every event, so
-// the store answers EnabledWebhooks from an index on the account.
+// the store answers EnabledWebhooks from an index on the account (SQLite: from a cache).
 func fanOut(tx Tx, a AppendedEvent, eventType string) error {
 	hooks, err := tx.EnabledWebhooks(a.AccountID)
 	if err != nil {
@@ -404,7 +404,9 @@ type WebhookTx interface {
 	// DeleteWebhook deletes a webhook and its deliveries.
 	DeleteWebhook(row int64) error
 	// EnabledWebhooks returns an account's enabled webhooks (Row, EventTypes and
-	// InboxRows are what the fan-out reads).
+	// InboxRows are what the fan-out reads), as the unit of work sees them: its own
+	// changes and those committed before it. The caller must not change them: a store may
+	// share them between units.
 	EnabledWebhooks(accountID string) ([]Webhook, error)
 	// QueueHookDelivery queues the delivery of event seq to a webhook, due at the unit's
 	// Now.

@@ -128,6 +128,7 @@ func (s *Store) commitLoop() {
 		q.mu.Unlock()
 
 		s.commitGroup(group)
+		s.events.hooks.groupEnded()
 		s.events.fireIfAppended()
 		for _, j := range group {
 			close(j.done)
