@@ -335,9 +335,10 @@ type Webhooks interface {
 	// webhook, oldest due first, with their events and webhooks. A delivery of a disabled
 	// webhook is not claimed; one whose lease ran out is claimed again.
 	ClaimHookDeliveries(ctx context.Context, c HookClaim) ([]HookJob, error)
-	// FinishHookDelivery records an attempt's outcome; false when the lease was lost
-	// (the delivery was claimed again, or is gone with its webhook or event).
-	FinishHookDelivery(ctx context.Context, j HookJob, o HookOutcome) (bool, error)
+	// FinishHookDeliveries records the outcomes of attempts, in one write; kept[i] is
+	// false when attempt i's lease was lost (the delivery was claimed again, or is gone
+	// with its webhook or event).
+	FinishHookDeliveries(ctx context.Context, done []HookAttempt) (kept []bool, err error)
 	// ReleaseHookDelivery gives back a claimed delivery without recording an attempt (one
 	// cut short by a stop), so that it can be claimed again at once.
 	ReleaseHookDelivery(ctx context.Context, j HookJob) error
@@ -366,11 +367,17 @@ func (c HookClaim) Room(webhookRow int64, picked int) int {
 // HookJob is a claimed delivery.
 type HookJob struct {
 	Row       int64
-	Claim     string // the lease's token; FinishHookDelivery checks it
+	Claim     string // the lease's token; FinishHookDeliveries checks it
 	Webhook   Webhook
 	Event     Event
 	Attempt   int // attempts made before this one
 	CreatedAt time.Time
+}
+
+// HookAttempt is an attempt made, to record: the claimed delivery and what came of it.
+type HookAttempt struct {
+	Job     HookJob
+	Outcome HookOutcome
 }
 
 // HookOutcome is the result of one attempt.

@@ -36,6 +36,15 @@ func (e *env) claimHooks(busy map[int64]int) []db.HookJob {
 	return jobs
 }
 
+// finish records one attempt.
+func (e *env) finish(j db.HookJob, o db.HookOutcome) (bool, error) {
+	kept, err := e.st.FinishHookDeliveries(e.ctx, []db.HookAttempt{{Job: j, Outcome: o}})
+	if err != nil {
+		return false, err
+	}
+	return kept[0], nil
+}
+
 func webhookTests() []test {
 	return []test{
 		{"a webhook is created enabled, with a secret, and read back", func(e *env) {
@@ -217,11 +226,11 @@ func webhookTests() []test {
 			e.advance(2 * time.Minute) // the lease ends: another worker takes the row
 			second := e.claimHooks(nil)
 			e.Assert(second, qt.HasLen, 1)
-			ok, err := e.st.FinishHookDelivery(e.ctx, first[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 200})
+			ok, err := e.finish(first[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 200})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsFalse)
 			next := e.clock().Add(5 * time.Second)
-			ok, err = e.st.FinishHookDelivery(e.ctx, second[0], db.HookOutcome{At: e.clock(), Status: db.HookPending, ResponseStatus: 500,
+			ok, err = e.finish(second[0], db.HookOutcome{At: e.clock(), Status: db.HookPending, ResponseStatus: 500,
 				Error: "HTTP 500", Next: next})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsTrue)
@@ -238,7 +247,7 @@ func webhookTests() []test {
 			third := e.claimHooks(nil)
 			e.Assert(third, qt.HasLen, 1)
 			e.Assert(third[0].Attempt, qt.Equals, 1)
-			ok, err = e.st.FinishHookDelivery(e.ctx, third[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
+			ok, err = e.finish(third[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsTrue)
 			d = e.deliveries(w)[0]
