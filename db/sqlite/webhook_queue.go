@@ -156,18 +156,14 @@ func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Even
 }
 
 // FinishHookDeliveries records attempts, each when the lease that made it still holds,
-// in one write: one statement prepared for all of them.
+// in one write.
 func (s *Store) FinishHookDeliveries(ctx context.Context, done []db.HookAttempt) ([]bool, error) {
 	kept := make([]bool, len(done))
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE webhook_deliveries SET attempt = attempt + 1, status = ?, response_status = ?,
-			error = ?, last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, claimed_until = 0, claim = NULL WHERE id = ? AND claim = ?`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for i, a := range done {
-			res, err := stmt.ExecContext(ctx, outcomeArgs(a)...)
+			res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET attempt = attempt + 1, status = ?, response_status = ?,
+				error = ?, last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, claimed_until = 0, claim = NULL
+				WHERE id = ? AND claim = ?`, outcomeArgs(a)...)
 			if err != nil {
 				return err
 			}

@@ -123,7 +123,7 @@ func ingestOnce(ctx context.Context, o options, listened bool, run int) (rate, c
 	var prof *profiler
 	var extra []string
 	if o.profile != "" {
-		name := fmt.Sprintf("%s-%02d-%s", filepath.Base(o.bin), run, map[bool]string{false: "bare", true: "listened"}[listened])
+		name := fmt.Sprintf("%s-%s-%02d-%s", filepath.Base(o.bin), time.Now().UTC().Format("150405"), run, map[bool]string{false: "bare", true: "listened"}[listened])
 		if prof, err = newProfiler(filepath.Join(o.profile, name)); err != nil {
 			return 0, 0, 0, err
 		}
