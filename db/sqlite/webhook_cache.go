@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"sync"
 
 	"github.com/inboxd/inboxd/db"
@@ -17,8 +19,11 @@ import (
 // by the writes after it in its group, which then read the transaction rather than the
 // cache, and the cache keeps nothing until the group has committed or rolled back. A read
 // is kept only when no write of its group changed webhooks: it is then the committed state,
-// whether the group commits or not. SQLite serves one process, so no other process
-// changes them behind the cache. (PostgreSQL reads them in the round trip that appends the
+// whether the group commits or not. Another process may write the database too (`inboxd
+// seed` beside a running server loads webhooks): SQLite's data_version on the writer's
+// connection changes exactly when another connection has committed, and each group reads it
+// once it holds the write lock (groupStarted), so what another process committed before the
+// group is read from the database. (PostgreSQL reads them in the round trip that appends the
 // event, under the log lock, and keeps no such cache.)
 type hookCache struct {
 	mu        sync.Mutex
@@ -26,6 +31,7 @@ type hookCache struct {
 	// changing: a write of the current group changed webhooks; the transaction is read,
 	// and nothing is kept, until the group ends.
 	changing bool
+	version  int64 // the writer connection's data_version when the cache was last checked
 }
 
 // hookCacheMax bounds the accounts kept; past it the cache starts over.
@@ -62,6 +68,22 @@ func (c *hookCache) change() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changing, c.byAccount = true, nil
+}
+
+// groupStarted is told by the committer once a group's transaction holds the write lock:
+// when another connection has committed since the last group, the cache is emptied. If
+// data_version cannot be read, the group keeps nothing and reads the database.
+func (c *hookCache) groupStarted(ctx context.Context, tx *sql.Tx) {
+	var v int64
+	err := tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.changing, c.byAccount = true, nil // until the group ends
+	case v != c.version:
+		c.version, c.byAccount = v, nil
+	}
 }
 
 // groupEnded is told by the committer once a group has committed or rolled back.
