@@ -301,7 +301,7 @@ func webhookInboxes(tx Tx, accountID string, ids []string) ([]string, []int64, e
 
 // fanOut queues the deliveries of a just appended event: one to each enabled webhook of
 // its account that wants it. It runs in the event's unit of work, for every event, so
-// the store answers EnabledWebhooks from an index on the account.
+// the store answers EnabledWebhooks from an index on the account (SQLite: from a cache).
 func fanOut(tx Tx, a AppendedEvent, eventType string) error {
 	hooks, err := tx.EnabledWebhooks(a.AccountID)
 	if err != nil {
@@ -335,9 +335,10 @@ type Webhooks interface {
 	// webhook, oldest due first, with their events and webhooks. A delivery of a disabled
 	// webhook is not claimed; one whose lease ran out is claimed again.
 	ClaimHookDeliveries(ctx context.Context, c HookClaim) ([]HookJob, error)
-	// FinishHookDelivery records an attempt's outcome; false when the lease was lost
-	// (the delivery was claimed again, or is gone with its webhook or event).
-	FinishHookDelivery(ctx context.Context, j HookJob, o HookOutcome) (bool, error)
+	// FinishHookDeliveries records the outcomes of attempts, in one write; kept[i] is
+	// false when attempt i's lease was lost (the delivery was claimed again, or is gone
+	// with its webhook or event).
+	FinishHookDeliveries(ctx context.Context, done []HookAttempt) (kept []bool, err error)
 	// ReleaseHookDelivery gives back a claimed delivery without recording an attempt (one
 	// cut short by a stop), so that it can be claimed again at once.
 	ReleaseHookDelivery(ctx context.Context, j HookJob) error
@@ -366,11 +367,17 @@ func (c HookClaim) Room(webhookRow int64, picked int) int {
 // HookJob is a claimed delivery.
 type HookJob struct {
 	Row       int64
-	Claim     string // the lease's token; FinishHookDelivery checks it
+	Claim     string // the lease's token; FinishHookDeliveries checks it
 	Webhook   Webhook
 	Event     Event
 	Attempt   int // attempts made before this one
 	CreatedAt time.Time
+}
+
+// HookAttempt is an attempt made, to record: the claimed delivery and what came of it.
+type HookAttempt struct {
+	Job     HookJob
+	Outcome HookOutcome
 }
 
 // HookOutcome is the result of one attempt.
@@ -404,7 +411,9 @@ type WebhookTx interface {
 	// DeleteWebhook deletes a webhook and its deliveries.
 	DeleteWebhook(row int64) error
 	// EnabledWebhooks returns an account's enabled webhooks (Row, EventTypes and
-	// InboxRows are what the fan-out reads).
+	// InboxRows are what the fan-out reads), as the unit of work sees them: its own
+	// changes and those committed before it. The caller must not change them: a store may
+	// share them between units.
 	EnabledWebhooks(accountID string) ([]Webhook, error)
 	// QueueHookDelivery queues the delivery of event seq to a webhook, due at the unit's
 	// Now.

@@ -36,6 +36,13 @@ const streamWriteWait = 30 * time.Second
 // streamPage is how many events a stream takes from its subscription at once.
 const streamPage = 100
 
+// streamGather is the least time between two pages of a stream while events flow: a page
+// costs the connection a few writes (the chunked framing's, then a flush) whatever it
+// holds, and every open stream writes every event of its account, so one page carries
+// the events of a few of the hub's reads instead of one each. The first event after a
+// quiet spell goes at once.
+const streamGather = 25 * time.Millisecond
+
 // eventsRuntime is what the server keeps for streams and waits.
 type eventsRuntime struct {
 	hub       *events.Hub

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -63,17 +64,25 @@ func writeEvent(bw *bufio.Writer, it *events.Item) {
 
 // pump sends the subscription's events until the client leaves, a write fails, the key
 // stops working (keyGone) or the server shuts down. It sleeps between wakes: the hub's
-// and the keep-alive's.
+// (at least streamGather after its last page) and the keep-alive's.
 func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub, keyGone <-chan struct{}) {
 	ctx := r.Context()
 	keep := time.NewTicker(s.events.keepAlive)
 	defer keep.Stop()
+	var paged time.Time // when the last page was written
 	for {
-		if err := s.drain(r, st, sub); err != nil {
+		wrote, err := s.drain(r, st, sub)
+		if err != nil {
 			return
+		}
+		if wrote {
+			paged = time.Now()
 		}
 		select {
 		case <-sub.C():
+			if !s.gatherPage(ctx, paged, keyGone) {
+				return
+			}
 		case <-keep.C:
 			if st.write(": keep-alive\n\n") != nil || st.flush() != nil {
 				return
@@ -88,23 +97,44 @@ func (s *Server) pump(r *http.Request, st *stream, sub *events.Sub, keyGone <-ch
 	}
 }
 
-// drain writes what the subscription has, flushing after each page.
-func (s *Server) drain(r *http.Request, st *stream, sub *events.Sub) error {
+// gatherPage waits, after a wake, until streamGather has passed since the last page; false
+// when the stream ends meanwhile.
+func (s *Server) gatherPage(ctx context.Context, paged time.Time, keyGone <-chan struct{}) bool {
+	wait := streamGather - time.Since(paged)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-keyGone:
+	case <-ctx.Done():
+	case <-s.events.ending:
+	}
+	return false
+}
+
+// drain writes what the subscription has, flushing after each page, and reports whether
+// it wrote any.
+func (s *Server) drain(r *http.Request, st *stream, sub *events.Sub) (wrote bool, err error) {
 	for {
 		items, err := sub.Next(r.Context(), streamPage)
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.Error("event stream: reading events", "err", err)
 			}
-			return err
+			return wrote, err
 		}
 		if len(items) == 0 {
-			return nil
+			return wrote, nil
 		}
 		st.rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
 		if err := st.page(items); err != nil {
-			return err
+			return wrote, err
 		}
+		wrote = true
 	}
 }
 

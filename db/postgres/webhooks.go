@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/inboxd/inboxd/db"
 )
@@ -188,8 +189,31 @@ func (w *wtx) loadHookJobs(ids []int64, token string) ([]db.HookJob, error) {
 	return jobs, nil
 }
 
-// FinishHookDelivery records an attempt, when the lease that made it still holds.
-func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookOutcome) (bool, error) {
+// FinishHookDeliveries records attempts, each when the lease that made it still holds,
+// in one write and one round trip.
+func (s *Store) FinishHookDeliveries(ctx context.Context, done []db.HookAttempt) ([]bool, error) {
+	kept := make([]bool, len(done))
+	err := s.write(ctx, func(w *wtx) error {
+		b := &pgx.Batch{}
+		for i, a := range done {
+			b.Queue(`UPDATE webhook_deliveries SET attempt = attempt + 1, status = $1, response_status = $2, error = $3,
+				last_attempt_at = $4, next_attempt_at = $5, delivered_at = $6, claimed_until = 0, claim = NULL WHERE id = $7 AND claim = $8`,
+				outcomeArgs(a)...).Exec(func(tag pgconn.CommandTag) error {
+				kept[i] = tag.RowsAffected() == 1
+				return nil
+			})
+		}
+		return w.send(b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// outcomeArgs are the arguments of FinishHookDeliveries' statement for one attempt.
+func outcomeArgs(a db.HookAttempt) []any {
+	o := a.Outcome
 	var status *int
 	if o.ResponseStatus != 0 {
 		status = &o.ResponseStatus
@@ -203,15 +227,7 @@ func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookO
 		ms := millis(o.At)
 		delivered = &ms
 	}
-	var ok bool
-	err := s.write(ctx, func(w *wtx) error {
-		tag, err := w.exec(`UPDATE webhook_deliveries SET attempt = attempt + 1, status = $1, response_status = $2, error = $3,
-			last_attempt_at = $4, next_attempt_at = $5, delivered_at = $6, claimed_until = 0, claim = NULL WHERE id = $7 AND claim = $8`,
-			o.Status, status, nullString(o.Error), millis(o.At), next, delivered, j.Row, j.Claim)
-		ok = err == nil && tag.RowsAffected() == 1
-		return err
-	})
-	return ok, err
+	return []any{o.Status, status, nullString(o.Error), millis(o.At), next, delivered, a.Job.Row, a.Job.Claim}
 }
 
 // ReleaseHookDelivery ends the lease of a claimed delivery, when it is still j's.

@@ -18,11 +18,13 @@ import (
 // eventSignal wakes the readers of the event log when a transaction that appended events
 // commits. appendEvent marks it from inside the writer; the committer fires it after the
 // commit (write.go), so a woken reader finds the events there. It also keeps the
-// messages of the events appended (db.Arrivals), for their payloads.
+// messages of the events appended (db.Arrivals), for their payloads, and the accounts'
+// enabled webhooks that the events are fanned out to (hookCache).
 type eventSignal struct {
 	appended atomic.Bool
 	db.Signal
 	arrivals db.Arrivals
+	hooks    hookCache
 }
 
 // fireIfAppended wakes the readers when events were appended since the last firing. A

@@ -155,8 +155,35 @@ func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Even
 	return db.ScanEventsBySeq(rows)
 }
 
-// FinishHookDelivery records an attempt, when the lease that made it still holds.
-func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookOutcome) (bool, error) {
+// FinishHookDeliveries records attempts, each when the lease that made it still holds,
+// in one write.
+func (s *Store) FinishHookDeliveries(ctx context.Context, done []db.HookAttempt) ([]bool, error) {
+	kept := make([]bool, len(done))
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for i, a := range done {
+			res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET attempt = attempt + 1, status = ?, response_status = ?,
+				error = ?, last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, claimed_until = 0, claim = NULL
+				WHERE id = ? AND claim = ?`, outcomeArgs(a)...)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			kept[i] = n == 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storageError(err)
+	}
+	return kept, nil
+}
+
+// outcomeArgs are the arguments of FinishHookDeliveries' statement for one attempt.
+func outcomeArgs(a db.HookAttempt) []any {
+	o := a.Outcome
 	var status sql.NullInt64
 	if o.ResponseStatus != 0 {
 		status = sql.NullInt64{Int64: int64(o.ResponseStatus), Valid: true}
@@ -171,21 +198,7 @@ func (s *Store) FinishHookDelivery(ctx context.Context, j db.HookJob, o db.HookO
 	case db.HookDelivered:
 		delivered = millis(o.At)
 	}
-	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET attempt = attempt + 1, status = ?, response_status = ?, error = ?,
-			last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, claimed_until = 0, claim = NULL WHERE id = ? AND claim = ?`,
-			o.Status, status, errText, millis(o.At), next, delivered, j.Row, j.Claim)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return false, storageError(err)
-	}
-	return n == 1, nil
+	return []any{o.Status, status, errText, millis(o.At), next, delivered, a.Job.Row, a.Job.Claim}
 }
 
 // ReleaseHookDelivery ends the lease of a claimed delivery, when it is still j's.

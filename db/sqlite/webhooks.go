@@ -19,6 +19,7 @@ func (u *unit) CountWebhooks(accountID string) (int, error) {
 }
 
 func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
+	u.events.hooks.change()
 	var id int64
 	err := u.tx.QueryRowContext(u.ctx, `INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
 		enabled, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -49,6 +50,7 @@ func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) 
 }
 
 func (u *unit) SaveWebhook(w *db.Webhook) error {
+	u.events.hooks.change()
 	_, err := u.tx.ExecContext(u.ctx, `UPDATE webhooks SET account_id = ?, url = ?, event_types = ?, inbox_ids = ?, inbox_rows = ?,
 		description = ?, enabled = ?, secret = ?, created_at = ?, updated_at = ? WHERE id = ?`, append(db.WebhookValues(w), w.Row)...)
 	return err
@@ -56,17 +58,26 @@ func (u *unit) SaveWebhook(w *db.Webhook) error {
 
 // DeleteWebhook deletes the webhook; its deliveries go by the foreign key's cascade.
 func (u *unit) DeleteWebhook(row int64) error {
+	u.events.hooks.change()
 	_, err := u.tx.ExecContext(u.ctx, "DELETE FROM webhooks WHERE id = ?", row)
 	return err
 }
 
+// EnabledWebhooks answers from the store's cache (webhook_cache.go) when it can.
 func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
+	if hooks, ok := u.events.hooks.get(accountID); ok {
+		return hooks, nil
+	}
 	rows, err := u.tx.QueryContext(u.ctx, "SELECT "+db.WebhookColumns+" FROM webhooks w WHERE w.account_id = ? AND w.enabled = 1", accountID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	return db.ScanWebhooks(rows)
+	hooks, err := db.ScanWebhooks(rows)
+	if err == nil {
+		u.events.hooks.put(accountID, hooks)
+	}
+	return hooks, err
 }
 
 func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {

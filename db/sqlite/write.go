@@ -128,6 +128,7 @@ func (s *Store) commitLoop() {
 		q.mu.Unlock()
 
 		s.commitGroup(group)
+		s.events.hooks.groupEnded()
 		s.events.fireIfAppended()
 		for _, j := range group {
 			close(j.done)
@@ -184,6 +185,7 @@ func (s *Store) commitGroup(group []*writeJob) {
 		fail(err)
 		return
 	}
+	s.events.hooks.groupStarted(ctx, tx)
 	if len(group) == 1 {
 		if err := runWrite(group[0].fn, tx); err != nil {
 			tx.Rollback()
@@ -207,6 +209,7 @@ func (s *Store) commitGroup(group []*writeJob) {
 		fail(err)
 		return
 	}
+	s.events.hooks.groupStarted(ctx, tx)
 	for _, j := range group {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
 			tx.Rollback()

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	qt "github.com/frankban/quicktest"
@@ -31,6 +34,15 @@ func (e *env) claimHooks(busy map[int64]int) []db.HookJob {
 	jobs, err := e.st.ClaimHookDeliveries(e.ctx, db.HookClaim{Limit: 100, PerWebhook: 4, Busy: busy, Lease: time.Minute})
 	e.Assert(err, qt.IsNil)
 	return jobs
+}
+
+// finish records one attempt.
+func (e *env) finish(j db.HookJob, o db.HookOutcome) (bool, error) {
+	kept, err := e.st.FinishHookDeliveries(e.ctx, []db.HookAttempt{{Job: j, Outcome: o}})
+	if err != nil {
+		return false, err
+	}
+	return kept[0], nil
 }
 
 func webhookTests() []test {
@@ -108,6 +120,81 @@ func webhookTests() []test {
 			e.Assert(e.deliveries(w), qt.HasLen, 0)
 			e.Assert(e.claimHooks(nil), qt.HasLen, 0)
 		}},
+		{"the fan-out follows each change of the account's webhooks from the next event on", func(e *env) {
+			e.receive(e.mail(e.inbox, "<a@far.test>")) // the account had none
+			w := e.hook(nil)
+			e.receive(e.mail(e.inbox, "<b@far.test>"))
+			e.Assert(e.deliveries(w), qt.HasLen, 1)
+			labelsOnly, every, off, on := []string{db.EventLabelsUpdated}, []string{}, false, true
+			for _, step := range []struct {
+				u    db.WebhookUpdate
+				want int
+			}{{db.WebhookUpdate{EventTypes: &labelsOnly}, 1}, {db.WebhookUpdate{EventTypes: &every}, 2},
+				{db.WebhookUpdate{Enabled: &off}, 2}, {db.WebhookUpdate{Enabled: &on}, 3}} {
+				_, err := db.UpdateWebhook(e.ctx, e.st, "acme", w.WebhookID, step.u)
+				e.Assert(err, qt.IsNil)
+				e.receive(e.mail(e.inbox, fmt.Sprintf("<after-%d@far.test>", step.want)))
+				e.Assert(e.deliveries(w), qt.HasLen, step.want)
+			}
+			// A webhook whose unit of work fails is not there for the next event, even one its
+			// unit saw.
+			failed := errors.New("the unit fails after inserting")
+			err := e.st.Update(e.ctx, func(tx db.Tx) error {
+				now := db.Time{Time: tx.Now()}
+				_, err := tx.InsertWebhook(&db.Webhook{AccountID: "acme", WebhookID: "00000000-0000-4000-8000-000000000001",
+					URL: "http://127.0.0.1:9/x", EventTypes: []string{}, InboxIDs: []string{}, InboxRows: []int64{}, Enabled: true,
+					Secret: db.NewWebhookSecret(), CreatedAt: now, UpdatedAt: now})
+				e.Assert(err, qt.IsNil)
+				hooks, err := tx.EnabledWebhooks("acme") // as an event's fan-out after it would
+				e.Assert(err, qt.IsNil)
+				e.Assert(hooks, qt.HasLen, 2)
+				return failed
+			})
+			e.Assert(err, qt.ErrorIs, failed)
+			e.receive(e.mail(e.inbox, "<g@far.test>"))
+			backlog, err := e.st.HookBacklog(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(backlog, qt.Equals, int64(4), qt.Commentf("only w's deliveries"))
+			e.Assert(db.DeleteWebhook(e.ctx, e.st, "acme", w.WebhookID), qt.IsNil)
+			e.receive(e.mail(e.inbox, "<h@far.test>"))
+			backlog, err = e.st.HookBacklog(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(backlog, qt.Equals, int64(0))
+		}},
+		{"a webhook created while mail arrives gets exactly the events committed after it", func(e *env) {
+			var wg sync.WaitGroup
+			errs := make(chan error, 41)
+			var w *db.Webhook
+			for i := range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if i == 20 {
+						var err error
+						w, err = db.CreateWebhook(e.ctx, e.st, db.NewWebhook{AccountID: "acme", URL: "http://127.0.0.1:9/hook"})
+						errs <- err
+					}
+					_, err := db.Deliver(e.ctx, e.st, []db.NewMessage{e.mail(e.inbox, fmt.Sprintf("<c%d@far.test>", i))})
+					errs <- err
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				e.Assert(err, qt.IsNil)
+			}
+			got := map[string]bool{}
+			for _, d := range e.deliveries(w) {
+				got[d.EventID] = true
+			}
+			evs := e.events(0, acme())
+			e.Assert(evs, qt.HasLen, 40)
+			first := len(evs) // the first event delivered: every one after it is too
+			for i := len(evs) - 1; i >= 0 && got[evs[i].EventID]; i-- {
+				first = i
+			}
+			e.Assert(len(got), qt.Equals, len(evs)-first, qt.Commentf("the deliveries are the events after the webhook's commit"))
+		}},
 		{"a claim leases due deliveries, at most the free slots of each webhook", func(e *env) {
 			a, b := e.hook(nil), e.hook(nil)
 			for i := 0; i < 6; i++ {
@@ -139,11 +226,11 @@ func webhookTests() []test {
 			e.advance(2 * time.Minute) // the lease ends: another worker takes the row
 			second := e.claimHooks(nil)
 			e.Assert(second, qt.HasLen, 1)
-			ok, err := e.st.FinishHookDelivery(e.ctx, first[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 200})
+			ok, err := e.finish(first[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 200})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsFalse)
 			next := e.clock().Add(5 * time.Second)
-			ok, err = e.st.FinishHookDelivery(e.ctx, second[0], db.HookOutcome{At: e.clock(), Status: db.HookPending, ResponseStatus: 500,
+			ok, err = e.finish(second[0], db.HookOutcome{At: e.clock(), Status: db.HookPending, ResponseStatus: 500,
 				Error: "HTTP 500", Next: next})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsTrue)
@@ -160,7 +247,7 @@ func webhookTests() []test {
 			third := e.claimHooks(nil)
 			e.Assert(third, qt.HasLen, 1)
 			e.Assert(third[0].Attempt, qt.Equals, 1)
-			ok, err = e.st.FinishHookDelivery(e.ctx, third[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
+			ok, err = e.finish(third[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
 			e.Assert(err, qt.IsNil)
 			e.Assert(ok, qt.IsTrue)
 			d = e.deliveries(w)[0]

@@ -33,35 +33,76 @@ func (w *Worker) deliver(ctx context.Context, attempts *sync.WaitGroup, j job) {
 		w.giveBack(ctx, j)
 		return
 	}
-	attempts.Add(1)
-	go func() {
-		defer attempts.Done()
-		w.record(ctx, j, o)
-		w.wakeClaimer() // a retry is due from now on, not from when its lease ends
-	}()
+	w.toRecord(ctx, attempts, db.HookAttempt{Job: j.HookJob, Outcome: o})
 }
 
-// record records an attempt and counts it; it outlives a stop, within finishTimeout.
-func (w *Worker) record(ctx context.Context, j job, o db.HookOutcome) {
+// toRecord queues an attempt to be recorded. The attempts that end while a write records
+// others are recorded together in the next: one write, one statement prepared, for as
+// many as came, instead of one write each.
+func (w *Worker) toRecord(ctx context.Context, attempts *sync.WaitGroup, a db.HookAttempt) {
+	attempts.Add(1)
+	w.recMu.Lock()
+	defer w.recMu.Unlock()
+	w.unrecorded = append(w.unrecorded, unrecorded{a, attempts})
+	if !w.recording {
+		w.recording = true
+		go w.recordAll(ctx)
+	}
+}
+
+// unrecorded is an attempt to record, and the Run's count of recordings it is in.
+type unrecorded struct {
+	db.HookAttempt
+	attempts *sync.WaitGroup
+}
+
+// recordAll records the queued attempts, in batches, until none is queued.
+func (w *Worker) recordAll(ctx context.Context) {
+	for {
+		w.recMu.Lock()
+		batch := w.unrecorded
+		w.unrecorded = nil
+		if len(batch) == 0 {
+			w.recording = false
+			w.recMu.Unlock()
+			return
+		}
+		w.recMu.Unlock()
+		done := make([]db.HookAttempt, len(batch))
+		for i := range batch {
+			done[i] = batch[i].HookAttempt
+		}
+		w.record(ctx, done)
+		w.wakeClaimer() // a retry is due from now on, not from when its lease ends
+		for _, u := range batch {
+			u.attempts.Done()
+		}
+	}
+}
+
+// record records attempts and counts them; it outlives a stop, within finishTimeout.
+func (w *Worker) record(ctx context.Context, batch []db.HookAttempt) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	kept, err := w.cfg.Store.FinishHookDelivery(fctx, j.HookJob, o)
-	switch {
-	case err != nil:
-		w.cfg.Log.Error("webhooks: record an attempt", "webhook", j.Webhook.WebhookID, "event", j.Event.EventID, "err", err)
+	kept, err := w.cfg.Store.FinishHookDeliveries(fctx, batch)
+	if err != nil {
+		w.cfg.Log.Error("webhooks: record attempts; they are made again when their leases end", "attempts", len(batch), "err", err)
 		return
-	case !kept:
-		return // the lease ran out, or the webhook or event is gone: not this worker's to count
 	}
-	switch o.Status {
-	case db.HookDelivered:
-		w.delivered.Add(1)
-	case db.HookPending:
-		w.retried.Add(1)
-	default:
-		w.failed.Add(1)
-		w.cfg.Log.Warn("webhooks: delivery failed for good", "webhook", j.Webhook.WebhookID, "event", j.Event.EventID,
-			"attempts", j.Attempt+1, "err", o.Error)
+	for i, a := range batch {
+		if !kept[i] {
+			continue // the lease ran out, or the webhook or event is gone: not this worker's to count
+		}
+		switch a.Outcome.Status {
+		case db.HookDelivered:
+			w.delivered.Add(1)
+		case db.HookPending:
+			w.retried.Add(1)
+		default:
+			w.failed.Add(1)
+			w.cfg.Log.Warn("webhooks: delivery failed for good", "webhook", a.Job.Webhook.WebhookID, "event", a.Job.Event.EventID,
+				"attempts", a.Job.Attempt+1, "err", a.Outcome.Error)
+		}
 	}
 }
 

@@ -13,20 +13,39 @@ import (
 // "<id>.<timestamp>.<body>".
 func Sign(key []byte, id string, timestamp int64, body []byte) string {
 	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + strconv.FormatInt(timestamp, 10) + "."))
+	// One buffer for the signed prefix, then the MAC and its base64 after it: every
+	// attempt signs, and the body is written as it is, never copied.
+	var buf [128]byte
+	b := append(buf[:0], id...)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, timestamp, 10)
+	b = append(b, '.')
+	mac.Write(b)
 	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	var sum [sha256.Size]byte
+	b = base64.StdEncoding.AppendEncode(append(b[:0], "v1,"...), mac.Sum(sum[:0]))
+	return string(b)
 }
+
+// The headers of a delivery as the transport writes them (canonical), so that setting
+// them canonicalizes nothing per attempt.
+var (
+	idHeaders        = [2]string{"Webhook-Id", "Svix-Id"}
+	timestampHeaders = [2]string{"Webhook-Timestamp", "Svix-Timestamp"}
+	signatureHeaders = [2]string{"Webhook-Signature", "Svix-Signature"}
+	jsonType         = []string{"application/json"}
+	userAgent        = []string{"inboxd-webhooks"}
+)
 
 // setHeaders sets the headers of a delivery: the Standard Webhooks ones, and the same
 // values under Svix's names, so either library verifies them unchanged.
 func setHeaders(h http.Header, id string, timestamp int64, signature string) {
-	ts := strconv.FormatInt(timestamp, 10)
-	for _, prefix := range []string{"webhook-", "svix-"} {
-		h.Set(prefix+"id", id)
-		h.Set(prefix+"timestamp", ts)
-		h.Set(prefix+"signature", signature)
+	vals := [3][]string{{id}, {strconv.FormatInt(timestamp, 10)}, {signature}}
+	for i := range idHeaders {
+		h[idHeaders[i]] = vals[0]
+		h[timestampHeaders[i]] = vals[1]
+		h[signatureHeaders[i]] = vals[2]
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "inboxd-webhooks")
+	h["Content-Type"] = jsonType // the transport only reads a request's headers
+	h["User-Agent"] = userAgent
 }

@@ -90,6 +90,10 @@ type Worker struct {
 	held     int           // claimed and not finished: in flight or waiting
 	freed    chan struct{} // something may be claimable: a webhook holds few enough, or an attempt was recorded
 
+	recMu      sync.Mutex
+	unrecorded []unrecorded // attempts made, waiting for the write that records them
+	recording  bool         // a goroutine is recording them (recordAll)
+
 	delivered, retried, failed atomic.Uint64
 }
 

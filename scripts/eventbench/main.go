@@ -34,6 +34,7 @@ type options struct {
 	extra                 []string
 	idleSeconds, settleMs int
 	turns                 int
+	profile               string
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.IntVar(&o.idle, "idle", 1000, "idle: open streams, and as many waits")
 	flag.IntVar(&o.idleSeconds, "idle-seconds", 10, "idle: how long the server's CPU is watched")
 	flag.StringVar(&o.only, "only", "", "run one measurement: latency, ingest or idle")
+	flag.StringVar(&o.profile, "profile", "", "ingest: write the server's CPU profile of each run (ingest and drain) under this directory, one directory a run")
 	extra := flag.String("server-args", "", "extra arguments for inboxd serve, space separated")
 	flag.Parse()
 	if o.bin == "" {

@@ -89,9 +89,11 @@ func report(name string, a *arrivals, ids []string, acked []time.Time, copies in
 func ingest(ctx context.Context, o options) error {
 	fmt.Printf("ingest: %d messages per run over %d connections; listened = %d webhook and %d streams\n", o.n, o.conns, o.hooks, o.streams)
 	rates, cpus := map[bool][]float64{}, map[bool][]float64{}
+	run := 0
 	for range o.turns {
 		for _, listened := range []bool{false, true, true, false} {
-			rate, cpu, own, err := ingestOnce(ctx, o, listened)
+			run++
+			rate, cpu, own, err := ingestOnce(ctx, o, listened, run)
 			if err != nil {
 				return err
 			}
@@ -117,8 +119,17 @@ func mean(xs []float64) float64 {
 // eventbench's own CPU per message until the server's queues are empty. The listeners
 // read every event and drop it unparsed: the machine is shared with the server, and
 // what a consumer does with an event is the consumer's cost, not the server's.
-func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg, ownPerMsg float64, err error) {
-	r, err := newRig(ctx, o)
+func ingestOnce(ctx context.Context, o options, listened bool, run int) (rate, cpuPerMsg, ownPerMsg float64, err error) {
+	var prof *profiler
+	var extra []string
+	if o.profile != "" {
+		name := fmt.Sprintf("%s-%s-%02d-%s", filepath.Base(o.bin), time.Now().UTC().Format("150405"), run, map[bool]string{false: "bare", true: "listened"}[listened])
+		if prof, err = newProfiler(filepath.Join(o.profile, name)); err != nil {
+			return 0, 0, 0, err
+		}
+		extra = []string{"--pprof", prof.addr}
+	}
+	r, err := newRig(ctx, o, extra...)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -140,6 +151,7 @@ func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg,
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	prof.start()
 	res, err := benchkit.Ingest(r.srv.SMTP, msgs, to, o.conns, 0)
 	if err != nil {
 		return 0, 0, 0, err
@@ -153,6 +165,9 @@ func ingestOnce(ctx context.Context, o options, listened bool) (rate, cpuPerMsg,
 	}
 	ownAfter, err := benchkit.UsageOf(self)
 	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := prof.stop(); err != nil {
 		return 0, 0, 0, err
 	}
 	perMsg := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(res.N) }
