@@ -341,9 +341,10 @@ func chooseParams(name string, head int, kind string, xs []sparse, y, fold []int
 // bodyPenalties are the multipliers of the penalty on the body's words and word pairs that
 // each head chooses from (HeadParams.BodyPenalty), by cross-validated log loss on the
 // held-out-kinds folds. On those folds (2026-11-27, 3,871 messages), needsReply read the
-// words better with less shrinking (log loss 0.2418 at 1, 0.2311 with the body's words
-// counted twice, 0.2286 three times) where the category did worse (0.4999 at 1, 0.5055
-// at twice); urgency was not tried.
+// words better with less shrinking: log loss 0.2430 at 1, 0.2317 at 0.25, 0.2265 at 0.1
+// (0.2261 at 0.03, with fewer answers decided and right). The category gained nothing
+// from it (weighting the body's words twice for every head: 0.5055 against 0.5060, on a
+// feature set with three more phrase families), and urgency was not tried.
 var bodyPenalties = [3][]float64{HeadCategory: {1}, HeadReply: {1, 0.25, 0.1}, HeadUrgency: {1}}
 
 // penalties returns the L2 penalty of each feature's weights under p.
