@@ -6,7 +6,7 @@
 #   scripts/triage-eval.sh               # hand-written test sets, the generator's held-out
 #                                        # split, speed and memory (~20 s)
 #   scripts/triage-eval.sh --folds       # also: unseen kinds (5 folds) and unseen writers (one
-#                                        # fold per writer): retrains nine models (~5 min)
+#                                        # fold per writer): retrains eleven models (~10 min)
 #   scripts/triage-eval.sh --reproduce   # first regenerate corpus and model into a temp dir and
 #                                        # check they equal the committed files byte for byte
 set -euo pipefail

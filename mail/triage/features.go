@@ -25,6 +25,7 @@ const (
 	groupQuoted
 	groupFooter
 	groupHeader
+	groupIntent
 	numGroups
 )
 
@@ -36,6 +37,14 @@ var groupWeight = [numGroups]float32{groupBody: 1, groupChars: 2, groupSubject: 
 // need more evidence (and, under the L2 penalty, pay more) to lean on facts like "has no
 // question mark" instead of on what the message says.
 const headerValue = 0.35
+
+// factValue is the value of a fact of each group of facts: header facts at headerValue,
+// the phrase families of intent.go at intentValue.
+var factValue = [numGroups]float32{groupHeader: headerValue, groupIntent: intentValue}
+
+// isFact reports whether group g holds facts (each at its factValue) rather than counted
+// words.
+func isFact(g int) bool { return g == groupHeader || g == groupIntent }
 
 // Character n-grams: of each word of at least minGramWord letters, padded with ^ and $,
 // those of gramMin to gramMax characters.
@@ -83,6 +92,10 @@ type vectorizer struct {
 	tokens  int
 	marks   []uint64 // inOrder's bitmap over features
 	shape   shapeReader
+	intent  intentReader
+	// rel is who writes to whom (the sender's address kind > the first recipient's, or
+	// "none"), toKind the recipient's kind; header sets them for the body's facts.
+	rel, toKind string
 }
 
 func newVectorizer(lookup func(key []byte) (int32, bool)) *vectorizer {
@@ -134,6 +147,7 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 	v.header(in)
 	v.subject(in.Subject)
 	v.shape = shapeReader{}
+	v.intent.reset()
 	v.body(in.Text)
 	out.idx, out.val = out.idx[:0], out.val[:0]
 	for g := range v.touched {
@@ -141,8 +155,8 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 		start := len(out.idx)
 		norm := 0.0
 		for _, i := range idx {
-			x := float32(headerValue)
-			if g != groupHeader {
+			x := factValue[g]
+			if !isFact(g) {
 				x = float32(1 + math.Log(float64(v.cnt[i])))
 			}
 			v.cnt[i] = 0
@@ -151,7 +165,7 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 			norm += float64(x) * float64(x)
 		}
 		v.touched[g] = idx[:0]
-		if g != groupHeader && norm > 0 {
+		if !isFact(g) && norm > 0 {
 			s := groupWeight[g] / float32(math.Sqrt(norm))
 			for k := start; k < len(out.val); k++ {
 				out.val[k] *= s
@@ -222,6 +236,7 @@ func (v *vectorizer) body(text string) {
 			urls += strings.Count(line, "://")
 			v.shape.line(line)
 			v.scan(line, v.ownToken)
+			v.intent.endLine()
 			v.prev = v.prev[:0] // no bigram across lines
 		case partQuoted:
 			v.scan(line, func(t []byte, _ bool) { v.emit(groupQuoted, "q:", t) })
@@ -241,6 +256,7 @@ func (v *vectorizer) body(text string) {
 	}
 	v.emitS(groupHeader, "h:lines:"+bucket(ownLines, 0, 2, 5, 15, 40))
 	v.shape.facts(v.emitHeader)
+	v.intent.facts(v.rel, v.toKind, v.shape.closingQuestionLine(), func(key string) { v.emitS(groupIntent, key) })
 }
 
 func (v *vectorizer) emitHeader(key string) { v.emitS(groupHeader, key) }
@@ -250,6 +266,7 @@ func (v *vectorizer) emitHeader(key string) { v.emitS(groupHeader, key) }
 func (v *vectorizer) ownToken(t []byte, word bool) {
 	v.tokens++
 	v.shape.word(t)
+	v.intent.word(t)
 	feature, known := v.emit(groupBody, "w:", t)
 	// A bigram in the vocabulary has both its words there too (both occur wherever it
 	// does), so a word the model does not know ends the chain. Vocabulary building knows
@@ -397,12 +414,15 @@ func (v *vectorizer) header(in Input) {
 		}
 	}
 	v.emitS(groupHeader, "h:rcpt:"+bucket(len(in.To), 1, 2, 3, 6))
+	v.rel, v.toKind = "none", "none"
 	if len(in.To) > 0 {
 		l, d := splitAddress(in.To[0])
 		v.emitS(groupHeader, "h:to:"+shape(l))
 		// Who writes to whom: a person's own mailbox to a team's address is a customer,
 		// to a person's mailbox more often a colleague, a friend or a pitch.
-		v.emitS(groupHeader, "h:rel:"+senderKind(local, domain)+">"+senderKind(l, d))
+		v.toKind = senderKind(l, d)
+		v.rel = senderKind(local, domain) + ">" + v.toKind
+		v.emitS(groupHeader, "h:rel:"+v.rel)
 		if d != "" && d == domain {
 			v.emitS(groupHeader, "h:samedomain")
 		}

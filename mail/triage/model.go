@@ -15,7 +15,7 @@ import (
 
 // ModelName names the built-in model and its version. A retrained model with different
 // features or corpus gets a new version.
-const ModelName = "inboxd-lr-3"
+const ModelName = "inboxd-lr-4"
 
 //go:generate go run ../../fixtures/triage/gen -out ../../fixtures/triage/corpus.jsonl
 //go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -written ../../fixtures/triage/written/*.jsonl -out model.json
@@ -46,13 +46,19 @@ type Model struct {
 // t2, so that P(level <= k) = sigmoid(t_k - s). Its distributions have one peak, which suits
 // reading the expected level as the urgency score.
 type Head struct {
-	Name        string    `json:"name"`
-	Kind        string    `json:"kind"` // softmax | ordinal
-	Classes     []string  `json:"classes"`
-	Lambda      float64   `json:"lambda"`      // L2 penalty chosen by cross-validation
-	Temperature float64   `json:"temperature"` // calibration, fitted on out-of-fold predictions
-	Bias        []float32 `json:"bias"`
-	Weights     []float32 `json:"weights"`
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"` // softmax | ordinal
+	Classes []string `json:"classes"`
+	Lambda  float64  `json:"lambda"` // L2 penalty chosen by cross-validation
+	// BodyPenalty multiplies Lambda for the words and word pairs of the sender's own text
+	// (HeadParams); absent means 1.
+	BodyPenalty float64 `json:"bodyPenalty,omitempty"`
+	Temperature float64 `json:"temperature"` // calibration, fitted on out-of-fold predictions
+	// Offsets are the per-class shifts of the logits chosen on out-of-fold predictions
+	// (HeadParams), already added to Bias; kept so that a retraining can apply them again.
+	Offsets []float64 `json:"offsets,omitempty"`
+	Bias    []float32 `json:"bias"`
+	Weights []float32 `json:"weights"`
 }
 
 // Head names, in the order of Model.Heads.
@@ -323,8 +329,15 @@ func (m *Model) Encode() ([]byte, error) {
 		}
 		hn, _ := json.Marshal(h.Name)
 		cl, _ := json.Marshal(h.Classes)
-		fmt.Fprintf(&b, "\n    {\n      \"name\": %s,\n      \"kind\": %q,\n      \"classes\": %s,\n      \"lambda\": %s,\n      \"temperature\": %s,\n      \"bias\": %s,\n      \"weights\": [",
-			hn, h.Kind, cl, strconv.FormatFloat(h.Lambda, 'g', -1, 64), strconv.FormatFloat(h.Temperature, 'g', 6, 64), floats(h.Bias))
+		fmt.Fprintf(&b, "\n    {\n      \"name\": %s,\n      \"kind\": %q,\n      \"classes\": %s,\n      \"lambda\": %s,\n      \"temperature\": %s,\n",
+			hn, h.Kind, cl, strconv.FormatFloat(h.Lambda, 'g', -1, 64), strconv.FormatFloat(h.Temperature, 'g', 6, 64))
+		if h.BodyPenalty != 0 && h.BodyPenalty != 1 {
+			fmt.Fprintf(&b, "      \"bodyPenalty\": %s,\n", strconv.FormatFloat(h.BodyPenalty, 'g', -1, 64))
+		}
+		if len(h.Offsets) > 0 {
+			fmt.Fprintf(&b, "      \"offsets\": %s,\n", float64s(h.Offsets))
+		}
+		fmt.Fprintf(&b, "      \"bias\": %s,\n      \"weights\": [", floats(h.Bias))
 		k := len(h.Classes) // one line per feature; an ordinal head has one weight each, eight to a line
 		if h.Kind == kindOrdinal {
 			k = 8
@@ -340,6 +353,14 @@ func (m *Model) Encode() ([]byte, error) {
 	}
 	b.WriteString("\n  ]\n}\n")
 	return []byte(b.String()), nil
+}
+
+func float64s(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
 
 func floats(v []float32) string {

@@ -18,10 +18,13 @@ type shapeReader struct {
 	lastIsQuestion  bool // the last sentence is a question
 	firstQuestionAt int  // sentence number (from 1) of the first question, 0 for none
 	we, i           int  // first-person plural and singular words
+	lines           int  // own lines read
+	questionLine    int  // the own line (from 1) the last question ends on
 }
 
 // line reads one own line of the text.
 func (s *shapeReader) line(line string) {
+	s.lines++
 	if t := strings.TrimSpace(line); t != "" {
 		s.sentencesOf(t)
 	}
@@ -85,6 +88,7 @@ func (s *shapeReader) sentence(question bool) {
 func (s *shapeReader) questionMark() {
 	s.questions++
 	s.lastIsQuestion = true
+	s.questionLine = s.lines
 	if s.firstQuestionAt == 0 {
 		s.firstQuestionAt = s.sentences
 	}
@@ -101,6 +105,15 @@ func (s *shapeReader) word(t []byte) {
 	case "i", "my", "me", "mine", "i'm", "i've", "i'll", "i'd":
 		s.i++
 	}
+}
+
+// closingQuestionLine is the own line (from 1) of the question the text closes on, 0 when
+// it does not close on one.
+func (s *shapeReader) closingQuestionLine() int {
+	if s.lastIsQuestion {
+		return s.questionLine
+	}
+	return 0
 }
 
 // facts are the shape facts of the text read.

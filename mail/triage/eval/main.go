@@ -45,7 +45,7 @@ func main() {
 	written := flag.String("written", "fixtures/triage/written/*.jsonl", "files written by hand for training (glob)")
 	hand := flag.String("handwritten", "fixtures/triage/handwritten*.jsonl", "hand-written test sets, never trained on (a glob; \"\" for none)")
 	modelFile := flag.String("model", "", "model file (default: the model embedded in the binary)")
-	folds := flag.Bool("folds", false, "also score unseen kinds and unseen writers (retrains nine models)")
+	folds := flag.Bool("folds", false, "also score unseen kinds and unseen writers (retrains a model for each fold)")
 	flag.BoolVar(&listFoldMisses, "fold-misses", false, "with -folds, list each message an unseen-writer fold got wrong (to review labels)")
 	speedFor := flag.Duration("speed", 3*time.Second, "how long to measure speed")
 	flag.Parse()
