@@ -42,21 +42,27 @@ func prepare(m *db.NewMessage) *prepared {
 }
 
 // StoredMessage is the first thing storing a message asks (db.StoreMessage), so it also
-// keeps the inbox from being deleted under the delivery (shareInbox).
+// keeps the inbox from being deleted under the delivery (queueShareInbox), in the same round
+// trip.
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
-	if err := u.shareInbox(inboxID); err != nil {
+	b := &pgx.Batch{}
+	locked := u.queueShareInbox(b, inboxID)
+	var st *db.Stored
+	b.Queue(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).QueryRow(func(row pgx.Row) error {
+		var found db.Stored
+		err := row.Scan(&found.RowID, &found.MessageID, &found.ThreadID)
+		if noRows(err) {
+			return nil
+		}
+		st = &found
+		return err
+	})
+	if err := u.send(b); err != nil {
 		return nil, err
 	}
-	var st db.Stored
-	err := u.queryRow(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
-	if noRows(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	locked()
+	return st, nil
 }
 
 func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {

@@ -55,6 +55,29 @@ type wtx struct {
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
+	read       readMemo        // what the transaction read that none of its units changes
+}
+
+// readMemo is what a transaction read that its units ask again (each delivery of a group
+// reads its inbox's account and the account's plan, group.go): asked again in the same
+// transaction, it answers without a round trip. An account of an inbox never changes; a
+// plan changes only through UpsertAccount, which forgets it. The units of a group run one
+// after another in one transaction, so an answer read by an earlier unit is what the later
+// one would have read had it run right after it.
+type readMemo struct {
+	inboxAccounts map[int64]string
+	plans         map[string]string
+}
+
+// forget drops what w read, after a savepoint's rollback undid writes it may reflect.
+func (w *wtx) forget() { w.read = readMemo{} }
+
+// remember records v as what reading k answers in memo m.
+func remember[K comparable](m *map[K]string, k K, v string) {
+	if *m == nil {
+		*m = map[K]string{}
+	}
+	(*m)[k] = v
 }
 
 // write runs fn in a write transaction at READ COMMITTED, committed when fn returns nil,
@@ -64,26 +87,42 @@ type wtx struct {
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
-		w := &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals}
+		w := s.newWtx(ctx)
 		err := s.writeOnce(w, fn)
 		if err == nil {
-			// The listener hears these too; this process need not wait for it.
-			if w.notified[chanAuth] {
-				s.cache.invalidate()
-			}
-			if w.notified[chanEvents] {
-				s.events.Fire()
-			}
-			if w.notified[chanControls] {
-				s.controls.Fire()
-			}
+			s.committed(w)
 			return nil
 		}
-		if !(conflict(err) || w.conflict || beginFailed(err) || lostBeforeCommit(err)) || attempt == maxAttempts {
+		if !retryable(w, err) || attempt == maxAttempts {
 			return storageError(err)
 		}
 		time.Sleep(retryPause(attempt))
 	}
+}
+
+// newWtx starts a run of a write transaction, at the store's now.
+func (s *Store) newWtx(ctx context.Context) *wtx {
+	return &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals}
+}
+
+// committed does what w's commit leaves to this process.
+func (s *Store) committed(w *wtx) {
+	// The listener hears these too; this process need not wait for it.
+	if w.notified[chanAuth] {
+		s.cache.invalidate()
+	}
+	if w.notified[chanEvents] {
+		s.events.Fire()
+	}
+	if w.notified[chanControls] {
+		s.controls.Fire()
+	}
+}
+
+// retryable reports whether the run w of a unit, failed with err, may run again (see
+// above): nothing of it committed, and running it again may succeed.
+func retryable(w *wtx, err error) bool {
+	return conflict(err) || w.conflict || beginFailed(err) || lostBeforeCommit(err)
 }
 
 // writeOnce runs fn once in a transaction of its own.
@@ -264,16 +303,20 @@ func (w *wtx) lockInbox(inboxID int64) error {
 	return w.lockRow("i:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR NO KEY UPDATE", inboxID)
 }
 
-// shareInbox locks an inbox's row against its deletion for the rest of the transaction,
-// before a message is stored in it. Without it, a message committed into one of the inbox's
-// threads while DeleteInbox runs (its statements each see the commits made before they
-// start) would be left pointing at a thread DeleteInbox then deletes: a foreign key
-// violation there. Deliveries to one inbox share the lock and do not wait for each other.
-func (w *wtx) shareInbox(inboxID int64) error {
-	if w.locked["i:"+strconv.FormatInt(inboxID, 10)] {
-		return nil // this unit holds the stronger lock already
+// queueShareInbox queues in b the locking of an inbox's row against its deletion for the
+// rest of the transaction, before a message is stored in it, and returns what marks it
+// held once b has run. Without it, a message committed into one of the inbox's threads
+// while DeleteInbox runs (its statements each see the commits made before they start)
+// would be left pointing at a thread DeleteInbox then deletes: a foreign key violation
+// there. Deliveries to one inbox share the lock and do not wait for each other.
+func (w *wtx) queueShareInbox(b *pgx.Batch, inboxID int64) (held func()) {
+	id := strconv.FormatInt(inboxID, 10)
+	key := "s:" + id
+	if w.locked["i:"+id] || w.locked[key] {
+		return func() {} // this unit holds it, or the stronger lock, already
 	}
-	return w.lockRow("s:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
+	b.Queue("SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
+	return func() { w.markLocked(key) }
 }
 
 func (w *wtx) lockRow(key, sql string, arg any) error {
@@ -284,11 +327,16 @@ func (w *wtx) lockRow(key, sql string, arg any) error {
 	if err := w.queryRow(sql, arg).Scan(&one); err != nil && !noRows(err) {
 		return err
 	}
+	w.markLocked(key)
+	return nil
+}
+
+// markLocked records that w holds the lock named key, to the end of its transaction.
+func (w *wtx) markLocked(key string) {
 	if w.locked == nil {
 		w.locked = map[string]bool{}
 	}
 	w.locked[key] = true
-	return nil
 }
 
 // isolated runs fn in a savepoint: when fn fails, what it wrote is undone (with the locks
@@ -296,30 +344,42 @@ func (w *wtx) lockRow(key, sql string, arg any) error {
 // it still runs the whole unit again: the rule that isolated fn would otherwise take a
 // race for a real failure.
 func (w *wtx) isolated(fn func() error) error {
+	ferr, err := w.inSavepoint(fn)
+	if err != nil {
+		return storageError(err)
+	}
+	if ferr != nil && conflict(ferr) {
+		w.conflict = true
+	}
+	return storageError(ferr)
+}
+
+// inSavepoint runs fn in a savepoint, undoing what it wrote (with the locks it took and
+// the notifications it sent) when it fails. It returns fn's error, and err when the
+// transaction itself failed around it (its savepoint statements).
+func (w *wtx) inSavepoint(fn func() error) (ferr, err error) {
 	w.savepoints++
 	name := "isolated_" + strconv.Itoa(w.savepoints)
 	if _, err := w.exec("SAVEPOINT " + name); err != nil {
-		return storageError(err)
+		return nil, err
 	}
 	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
-	ferr := fn()
+	ferr = fn()
 	if ferr == nil {
 		ferr = w.flush() // what fn sent later is fn's: it fails fn, not the unit
 	}
 	if ferr != nil {
-		if conflict(ferr) {
-			w.conflict = true
-		}
 		w.later, w.hooks = nil, nil // fn's, undone
 		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
-			return storageError(err)
+			return ferr, err
 		}
 		w.logLocked, w.notified, w.locked = logLocked, notified, locked
+		w.forget()
 	}
 	if _, err := w.exec("RELEASE SAVEPOINT " + name); err != nil {
-		return storageError(err)
+		return ferr, err
 	}
-	return storageError(ferr)
+	return ferr, nil
 }
 
 func copyFlags(m map[string]bool) map[string]bool {
@@ -333,9 +393,10 @@ func copyFlags(m map[string]bool) map[string]bool {
 	return out
 }
 
-// Update runs a unit of work (db.Units) in one transaction; fn may run more than once.
+// Update runs a unit of work (db.Units) in one transaction, which it may share with
+// concurrent units (group.go); fn may run more than once.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
-	return s.write(ctx, func(w *wtx) error { return fn(&unit{w}) })
+	return s.update(ctx, func(w *wtx) error { return fn(&unit{w}) })
 }
 
 // unit is db.Tx over one run of a write transaction.

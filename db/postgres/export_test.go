@@ -1,0 +1,17 @@
+package postgres
+
+import "github.com/inboxd/inboxd/db"
+
+// UnitsQueued counts the units of work waiting for the committer (group.go).
+func (s *Store) UnitsQueued() int {
+	s.units.mu.Lock()
+	defer s.units.mu.Unlock()
+	return len(s.units.pending)
+}
+
+// TxID returns the id of the transaction a unit of work runs in.
+func TxID(tx db.Tx) (int64, error) {
+	var id int64
+	err := tx.(*unit).queryRow("SELECT txid_current()").Scan(&id)
+	return id, err
+}

@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+
+	"github.com/inboxd/inboxd/db"
+)
+
+// Units of work share commits, as the SQLite store's writes do (db/sqlite/write.go).
+//
+// Under a stream of deliveries every unit of one account queues on the same rows (the
+// usage row its triage unit is charged on, the log lock: unit.go, log.go), and each pays a
+// transaction of its own: BEGIN and COMMIT round trips, the lock and its wake-up, the log
+// lock, a NOTIFY, and the commit's work in PostgreSQL. So concurrent units of one process
+// go through one committer: while it runs a transaction, later units queue, and the next
+// transaction runs all of them one after another, with one commit, one log-lock hold and
+// one notification. A lone unit runs on its own, at once.
+//
+// A group first runs without savepoints (a savepoint costs a statement and a
+// subtransaction, and nearly every unit succeeds). When one fails, the transaction is
+// rolled back and the group runs again, each unit in a savepoint of its own, so a unit
+// that fails (a rule's refusal, say) is undone alone and reports its error, and the others
+// commit as if it had not run. A unit that meets a conflict there (a deadlock, a unique
+// violation: another process's commit) runs again on its own afterwards, with the
+// retries of Store.write; so does every unit of a group whose connection was lost before
+// it asked to commit. A unit's fn may thus run several times, as db.Units allows.
+//
+// Nothing is acknowledged early: Update returns only after the commit that holds its
+// unit. When the commit itself fails every unit of the group answers unavailable, as a
+// lone unit's failed commit does (it may have committed: none is run again).
+//
+// Within a group a later unit may take row locks (a thread, the usage row) after an
+// earlier one took the log lock, against the order log.go keeps for lone units. Two
+// processes' groups can then deadlock on a row and the log lock; PostgreSQL detects it
+// and fails one statement, and that unit runs again as above (a conflict).
+
+// maxGroupUnits bounds one transaction: the rerun with savepoints stays within the
+// subtransactions PostgreSQL caches per session (64), and a burst cannot hold the rows a
+// group locks for long.
+const maxGroupUnits = 32
+
+// unitJob is one unit of work waiting for its group's commit.
+type unitJob struct {
+	fn    func(w *wtx) error
+	err   error
+	alone bool // run it again on its own (Store.write): its group could not settle it
+	done  chan struct{}
+}
+
+// unitQueue is the units waiting for the committer.
+type unitQueue struct {
+	mu      sync.Mutex
+	pending []*unitJob
+	running bool
+}
+
+// update runs fn as a unit of work, in a transaction it may share with the units that
+// queue while the one before it runs (see above).
+func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
+	j := &unitJob{fn: fn, done: make(chan struct{})}
+	q := &s.units
+	q.mu.Lock()
+	q.pending = append(q.pending, j)
+	if !q.running {
+		q.running = true
+		go s.commitUnits()
+	}
+	q.mu.Unlock()
+	// Not bounded by ctx: once queued the unit may commit, and the caller must learn
+	// whether it did (as Store.write runs without the caller's cancellation).
+	<-j.done
+	if j.alone {
+		return s.write(ctx, fn)
+	}
+	return j.err
+}
+
+// commitUnits runs queued units in groups until none is left.
+func (s *Store) commitUnits() {
+	q := &s.units
+	for {
+		q.mu.Lock()
+		group := db.NextGroup(&q.pending, maxGroupUnits, &q.running)
+		q.mu.Unlock()
+		if len(group) == 0 {
+			return
+		}
+
+		s.commitGroup(group)
+		for _, j := range group {
+			close(j.done)
+		}
+	}
+}
+
+// commitGroup runs the units of group in one transaction and settles each: its error, or
+// alone when its caller must run it on its own.
+func (s *Store) commitGroup(group []*unitJob) {
+	w := s.newWtx(context.Background())
+	err := s.writeOnce(w, func(w *wtx) error {
+		for _, j := range group {
+			w.hooks = nil
+			if err := j.fn(w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		s.committed(w)
+	case len(group) == 1 && !retryable(w, err):
+		group[0].err = storageError(err)
+	case len(group) == 1:
+		group[0].alone = true
+	default:
+		s.commitIsolated(group, err)
+	}
+}
+
+// commitIsolated runs the units of group again after the group failed with err, each in a
+// savepoint of its own, and settles each (see above).
+func (s *Store) commitIsolated(group []*unitJob, err error) {
+	if _, lost := err.(errCommit); lost {
+		settleAll(group, func(j *unitJob) { j.err = storageError(err) })
+		return
+	}
+	if beginFailed(err) || lostBeforeCommit(err) {
+		settleAll(group, func(j *unitJob) { j.alone = true })
+		return
+	}
+	w := s.newWtx(context.Background())
+	err = s.writeOnce(w, func(w *wtx) error {
+		for _, j := range group {
+			w.hooks, w.conflict = nil, false
+			ferr, err := w.inSavepoint(func() error { return runUnit(w, j.fn) })
+			if err != nil {
+				return err // the transaction itself failed
+			}
+			j.err, j.alone = storageError(ferr), ferr != nil && (conflict(ferr) || w.conflict)
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		s.committed(w)
+	case isCommitErr(err):
+		settleAll(group, func(j *unitJob) { j.err, j.alone = storageError(err), false })
+	default:
+		settleAll(group, func(j *unitJob) { j.err, j.alone = nil, true })
+	}
+}
+
+func settleAll(group []*unitJob, settle func(j *unitJob)) {
+	for _, j := range group {
+		settle(j)
+	}
+}
+
+func isCommitErr(err error) bool {
+	_, ok := err.(errCommit)
+	return ok
+}

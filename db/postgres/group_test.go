@@ -1,0 +1,99 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/inboxd/inboxd/db"
+	"github.com/inboxd/inboxd/db/postgres"
+	"github.com/inboxd/inboxd/db/postgres/pgtest"
+)
+
+// Units that queue while another runs share one transaction; one that refuses is undone
+// alone, and the others commit.
+func TestQueuedUnitsShareACommitAndFailAlone(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.NewDatabase(t), nil)
+
+	// Hold the committer with a unit that waits, so that the next ones queue behind it.
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go s.Update(ctx, func(db.Tx) error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	<-held
+
+	const n = 6
+	refuses := func(i int) bool { return i%3 == 1 }
+	errs, txids := make([]error, n), make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx db.Tx) error {
+				var err error
+				if txids[i], err = postgres.TxID(tx); err != nil {
+					return err
+				}
+				if err := tx.UpsertAccount(db.Account{ID: fmt.Sprintf("acct%d", i), Plan: db.PlanExempt}); err != nil {
+					return err
+				}
+				if refuses(i) {
+					return db.Errorf(db.ECodeBillingLimit, "unit %d refuses after writing", i)
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(t, s, n)
+	close(release)
+	wg.Wait()
+
+	var committed []int64
+	for i := range n {
+		exists, err := accountExists(ctx, s, fmt.Sprintf("acct%d", i))
+		qt.Assert(t, err, qt.IsNil)
+		if refuses(i) {
+			qt.Check(t, db.IsCode(errs[i], db.ECodeBillingLimit), qt.IsTrue, qt.Commentf("unit %d: %v", i, errs[i]))
+			qt.Check(t, exists, qt.IsFalse, qt.Commentf("unit %d refused but its account stayed", i))
+			continue
+		}
+		qt.Check(t, errs[i], qt.IsNil)
+		qt.Check(t, exists, qt.IsTrue, qt.Commentf("unit %d", i))
+		committed = append(committed, txids[i])
+	}
+	for _, id := range committed {
+		qt.Check(t, id, qt.Equals, committed[0], qt.Commentf("the units that queued together committed apart: %v", committed))
+	}
+}
+
+// waitQueued waits until n units wait for the committer.
+func waitQueued(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.UnitsQueued() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d units queued, want %d", s.UnitsQueued(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// accountExists reads whether an account exists.
+func accountExists(ctx context.Context, s *postgres.Store, id string) (bool, error) {
+	var ok bool
+	err := s.Update(ctx, func(tx db.Tx) error {
+		var err error
+		ok, err = tx.AccountExists(id)
+		return err
+	})
+	return ok, err
+}
