@@ -72,14 +72,15 @@ type Store struct {
 	tokens      db.Signer // signs page tokens
 	downloadKey []byte    // signs attachment download URLs
 
-	events   db.Signal   // wakes the event log's readers (log.go)
-	controls db.Signal   // wakes the followers of the test controls' state (controls.go)
-	arrivals db.Arrivals // the messages of the events this process appended (log.go)
-	cache    caches      // keys and inboxes (cache.go)
-	queues   queueState  // this process's name on the queues' leases (outbound.go)
-	units    unitQueue   // units of work waiting for the committer (group.go)
-	listener listener
-	closed   sync.Once
+	events    db.Signal   // wakes the event log's readers (log.go)
+	controls  db.Signal   // wakes the followers of the test controls' state (controls.go)
+	arrivals  db.Arrivals // the messages of the events this process appended (log.go)
+	cache     caches      // keys and inboxes (cache.go)
+	queues    queueState  // this process's name on the queues' leases (outbound.go)
+	units     unitQueue   // units of work waiting for the committer (group.go)
+	threadIDs idReserve   // rows for new threads (tx_messages.go)
+	listener  listener
+	closed    sync.Once
 }
 
 // defaultMaxConns is the pool's size unless the URL's pool_max_conns says otherwise. A

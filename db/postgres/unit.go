@@ -52,6 +52,7 @@ type wtx struct {
 	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
 	arrivals   *db.Arrivals    // the store's: the messages of the events appended (log.go)
+	threadIDs  *idReserve      // the store's: rows for new threads (NewThread)
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
@@ -102,7 +103,7 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 
 // newWtx starts a run of a write transaction, at the store's now.
 func (s *Store) newWtx(ctx context.Context) *wtx {
-	return &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals}
+	return &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals, threadIDs: &s.threadIDs}
 }
 
 // committed does what w's commit leaves to this process.
