@@ -122,7 +122,7 @@ func (s *Store) commitGroup(group []*unitJob) {
 // commitIsolated runs the units of group again after the group failed with err, each in a
 // savepoint of its own, and settles each (see above).
 func (s *Store) commitIsolated(group []*unitJob, err error) {
-	if _, lost := err.(errCommit); lost {
+	if isCommitErr(err) {
 		settleAll(group, func(j *unitJob) { j.err = storageError(err) })
 		return
 	}

@@ -26,8 +26,9 @@ import (
 // (after the message rows), so it is held for the end of the unit and its commit; other
 // writes of the unit run concurrently. One lock for both logs, so no two appenders can
 // deadlock between them; and every unit takes it after the row locks it takes (a thread,
-// an inbox, an account), never before one, so no unit waits for a row while holding it. The alternative, a commit-ordered cursor from transaction ids
-// (pg_current_xact_id, pg_snapshot_xmin), would let appends run concurrently but needs a
+// an inbox, an account), never before one, so no lone unit waits for a row while holding it
+// (the units of a group commit may: group.go says why that is safe). The alternative, a
+// commit-ordered cursor from transaction ids (pg_current_xact_id, pg_snapshot_xmin), would let appends run concurrently but needs a
 // cursor of two numbers in every reader and holds readers back behind any long
 // transaction; the lock keeps seq a single number that means what it means in SQLite.
 //
