@@ -30,10 +30,18 @@ import (
 // unit. When the commit itself fails every unit of the group answers unavailable, as a
 // lone unit's failed commit does (it may have committed: none is run again).
 //
-// Within a group a later unit may take row locks (a thread, the usage row) after an
-// earlier one took the log lock, against the order log.go keeps for lone units. Two
-// processes' groups can then deadlock on a row and the log lock; PostgreSQL detects it
-// and fails one statement, and that unit runs again as above (a conflict).
+// Within a group a later unit may take row locks (a thread, the usage row of another
+// account) after an earlier one took the log lock, against the order log.go keeps for
+// lone units: it can then wait for a row whose holder, in another process, waits for the
+// log lock. PostgreSQL would detect that deadlock only after deadlock_timeout (1 s by
+// default), so a group, once it holds the log lock, waits for a lock at most
+// groupLockTimeout: a wait that long while holding it is a deadlock, or near enough (a
+// row is held by a unit between its lock and its own appends for a round trip or two).
+// The group then rolls back, and the unit that waited runs again on its own, in the
+// lock order of a lone unit.
+
+// groupLockTimeout bounds a group's wait for a lock once it holds the log lock (above).
+const groupLockTimeout = "50ms"
 
 // maxGroupUnits bounds one transaction: the rerun with savepoints stays within the
 // subtransactions PostgreSQL caches per session (64), and a burst cannot hold the rows a
@@ -98,6 +106,7 @@ func (s *Store) commitUnits() {
 // alone when its caller must run it on its own.
 func (s *Store) commitGroup(group []*unitJob) {
 	w := s.newWtx(context.Background())
+	w.grouped = len(group) > 1
 	err := s.writeOnce(w, func(w *wtx) error {
 		for _, j := range group {
 			w.hooks = nil
@@ -131,6 +140,7 @@ func (s *Store) commitIsolated(group []*unitJob, err error) {
 		return
 	}
 	w := s.newWtx(context.Background())
+	w.grouped = true
 	err = s.writeOnce(w, func(w *wtx) error {
 		for _, j := range group {
 			w.hooks, w.conflict = nil, false
@@ -138,7 +148,7 @@ func (s *Store) commitIsolated(group []*unitJob, err error) {
 			if err != nil {
 				return err // the transaction itself failed
 			}
-			j.err, j.alone = storageError(ferr), ferr != nil && (conflict(ferr) || w.conflict)
+			j.err, j.alone = storageError(ferr), ferr != nil && (conflict(ferr) || lockTimedOut(ferr) || w.conflict)
 		}
 		return nil
 	})

@@ -97,3 +97,36 @@ func accountExists(ctx context.Context, s *postgres.Store, id string) (bool, err
 	})
 	return ok, err
 }
+
+// Mail for two accounts arriving on two processes at once, each message charged a triage
+// unit: groups of one process hold the log lock while a later unit of theirs charges the
+// other account, whose row a unit of the other process may hold while it waits for the
+// log lock. Every message is stored and charged once, and no delivery waits out
+// PostgreSQL's deadlock detection.
+func TestGroupsOfTwoAccountsOnTwoProcesses(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	qt.Assert(t, db.EnsureAccount(ctx, c.stores[0], db.Account{ID: "cat", Plan: "free"}, nil), qt.IsNil)
+	cat, err := db.CreateInbox(ctx, c.stores[0], db.NewInbox{AccountID: "cat", Address: "cat@x.test", DefaultDomain: "x.test"})
+	qt.Assert(t, err, qt.IsNil)
+	inboxes := []*db.Inbox{cat, c.freeAccount(t)}
+	const n = 48
+	var mu sync.Mutex
+	var slowest time.Duration
+	errs := c.each(n, func(i int, st *postgres.Store) error {
+		m := received(inboxes[i/2%2], fmt.Sprintf("<x%d@far.test>", i))
+		m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
+		start := time.Now()
+		_, err := db.Deliver(ctx, st, []db.NewMessage{m})
+		mu.Lock()
+		slowest = max(slowest, time.Since(start))
+		mu.Unlock()
+		return err
+	})
+	for _, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+	}
+	qt.Check(t, triageUsed(t, c.stores[0], "cat"), qt.Equals, int64(n/2))
+	qt.Check(t, triageUsed(t, c.stores[1], "bee"), qt.Equals, int64(n/2))
+	t.Logf("slowest delivery %v", slowest)
+}

@@ -49,6 +49,9 @@ const chanEvents = "inboxd_events" // events were appended
 func (w *wtx) lockLogs(b *pgx.Batch) {
 	if !w.logLocked {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", logLock)
+		if w.grouped {
+			b.Queue("SELECT set_config('lock_timeout', $1, true)", groupLockTimeout)
+		}
 		w.logLocked = true
 	}
 }

@@ -47,6 +47,7 @@ type wtx struct {
 	now time.Time
 
 	logLocked  bool            // holds the log lock (log.go)
+	grouped    bool            // runs the units of a group (group.go)
 	notified   map[string]bool // channels notified (log.go)
 	locked     map[string]bool // rows locked by lockAccount and lockInbox
 	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
