@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/inboxd/inboxd/db"
+import (
+	"context"
+
+	"github.com/inboxd/inboxd/db"
+)
 
 // UnitsQueued counts the units of work waiting for the committer (group.go).
 func (s *Store) UnitsQueued() int {
@@ -14,4 +18,11 @@ func TxID(tx db.Tx) (int64, error) {
 	var id int64
 	err := tx.(*unit).queryRow("SELECT txid_current()").Scan(&id)
 	return id, err
+}
+
+// Setting returns a setting of one of the store's pooled sessions.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
 }
