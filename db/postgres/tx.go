@@ -39,6 +39,7 @@ func accountPlan(ctx context.Context, q querier, accountID string) (string, erro
 // commit, whether through db.Charge or as a message is written (WriteMessageCharged). The
 // row, not the account's, so that the charges of one account queue only on each other.
 func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
+	u.wantLast = true // the charges held back count (deferLast)
 	var used int64
 	err := u.queryRow(`INSERT INTO usage(account_id, period, feature, used) VALUES ($1, $2, $3, 0)
 		ON CONFLICT (account_id, period, feature) DO UPDATE SET used = usage.used RETURNING used`,
@@ -47,6 +48,7 @@ func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
 }
 
 func (u *unit) SpendUnit(accountID, feature, period string) error {
+	u.wantLast = true // after the charges held back (deferLast)
 	_, err := u.exec(`INSERT INTO usage(account_id, period, feature, used) VALUES ($1, $2, $3, 1)
 		ON CONFLICT (account_id, period, feature) DO UPDATE SET used = usage.used + 1`, accountID, period, feature)
 	return err

@@ -198,9 +198,6 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 	if w.fresh[thread.Row] {
 		delete(w.fresh, thread.Row)
 		w.queueSettleThread(b, thread.Row, rowID, n)
-		queueTriageCharge(b, charge, rowID)
-		w.queueIndex(b, "m.id = $1", rowID)
-		w.sendLater(b)
 	} else {
 		if err := w.send(b); err != nil {
 			return db.Stored{}, err
@@ -209,8 +206,18 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 			return db.Stored{}, err
 		}
 		b = &pgx.Batch{}
-		queueTriageCharge(b, charge, rowID)
-		w.queueIndex(b, "m.id = $1", rowID)
+	}
+	// The tail: the charge, then the log lock and the change log (log.go: the log lock
+	// comes last). In a group it waits for the group's end (deferLast).
+	tail := &pgx.Batch{}
+	queueTriageCharge(tail, charge, rowID)
+	w.queueIndex(tail, "m.id = $1", rowID)
+	if w.grouped {
+		w.sendLater(b)
+		w.deferLast(tail)
+		remember(&w.read.rowInbox, rowID, n.InboxID)
+	} else {
+		b.QueuedQueries = append(b.QueuedQueries, tail.QueuedQueries...)
 		w.sendLater(b)
 	}
 	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil

@@ -56,6 +56,8 @@ type wtx struct {
 	threadIDs  *idReserve      // the store's: rows for new threads (NewThread)
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
+	last       *pgx.Batch      // the tails of a group's deliveries, held back (deferLast)
+	wantLast   bool            // the next round trip sends last first (deferLast)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
 	read       readMemo        // what the transaction read that none of its units changes
 }
@@ -69,15 +71,17 @@ type wtx struct {
 type readMemo struct {
 	inboxAccounts map[int64]string
 	plans         map[string]string
+	rowInbox      map[int64]int64         // the inbox of each message the transaction wrote
+	hooks         map[string][]db.Webhook // enabled webhooks, by account (forgotten when a unit changes one)
 }
 
 // forget drops what w read, after a savepoint's rollback undid writes it may reflect.
 func (w *wtx) forget() { w.read = readMemo{} }
 
 // remember records v as what reading k answers in memo m.
-func remember[K comparable](m *map[K]string, k K, v string) {
+func remember[K comparable, V any](m *map[K]V, k K, v V) {
 	if *m == nil {
-		*m = map[K]string{}
+		*m = map[K]V{}
 	}
 	(*m)[k] = v
 }
@@ -136,7 +140,7 @@ func (s *Store) writeOnce(w *wtx, fn func(w *wtx) error) error {
 	w.tx = tx
 	err = runUnit(w, fn)
 	if err == nil {
-		err = w.flush()
+		err = w.flushAll()
 	}
 	if err != nil {
 		tx.Rollback(w.ctx)
@@ -262,9 +266,16 @@ func (q unitQuerier) QueryRow(_ context.Context, sql string, args ...any) pgx.Ro
 // after those sent later (sendLater), and returns the first error. A round trip costs more
 // than most statements of a unit, so the statements that depend on no answer go together.
 func (w *wtx) send(b *pgx.Batch) error {
+	var ahead []*pgx.QueuedQuery
+	if w.wantLast && w.last != nil {
+		ahead, w.last = w.last.QueuedQueries, nil
+	}
+	w.wantLast = false
 	if w.later != nil {
-		b = &pgx.Batch{QueuedQueries: append(w.later.QueuedQueries, b.QueuedQueries...)}
-		w.later = nil
+		ahead, w.later = append(ahead, w.later.QueuedQueries...), nil
+	}
+	if ahead != nil {
+		b = &pgx.Batch{QueuedQueries: append(ahead, b.QueuedQueries...)}
 	}
 	if b.Len() == 0 {
 		return nil
@@ -286,10 +297,33 @@ func (w *wtx) sendLater(b *pgx.Batch) {
 
 // flush sends the statements sendLater holds back, if any.
 func (w *wtx) flush() error {
-	if w.later == nil {
+	if w.later == nil && (!w.wantLast || w.last == nil) {
 		return nil
 	}
 	return w.send(&pgx.Batch{})
+}
+
+// deferLast holds the statements of b (with no callbacks) back to the end of the group
+// w runs, or until a statement needs them done (wantLast): the tail of a delivery in a
+// group, its charge and its appends to the logs under the log lock. The group then takes
+// its usage rows and the log lock in its last round trip, for that round trip and the
+// commit, rather than from its first delivery's tail to its commit, through every
+// delivery after it: units of other transactions queue on those locks (group.go). The
+// tails keep the order of their units; what reads the rows they write sends them first:
+// an eager append to a log (lockLogs) and a charge (UsedUnits, SpendUnit).
+func (w *wtx) deferLast(b *pgx.Batch) {
+	if w.last == nil {
+		w.last = &pgx.Batch{}
+	}
+	w.last.QueuedQueries = append(w.last.QueuedQueries, b.QueuedQueries...)
+	w.wantLast = false // lockLogs asked for it, building b
+}
+
+// flushAll sends every statement held back: before the commit, and at the end of a unit
+// that runs in a savepoint of its own.
+func (w *wtx) flushAll() error {
+	w.wantLast = true
+	return w.flush()
 }
 
 // lockAccount locks an account's row for the rest of the transaction: the unit is then
@@ -362,16 +396,17 @@ func (w *wtx) isolated(fn func() error) error {
 func (w *wtx) inSavepoint(fn func() error) (ferr, err error) {
 	w.savepoints++
 	name := "isolated_" + strconv.Itoa(w.savepoints)
+	w.wantLast = true // what came before is not fn's
 	if _, err := w.exec("SAVEPOINT " + name); err != nil {
 		return nil, err
 	}
 	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
 	ferr = fn()
 	if ferr == nil {
-		ferr = w.flush() // what fn sent later is fn's: it fails fn, not the unit
+		ferr = w.flushAll() // what fn sent later is fn's: it fails fn, not the unit
 	}
 	if ferr != nil {
-		w.later, w.hooks = nil, nil // fn's, undone
+		w.later, w.last, w.hooks = nil, nil, nil // fn's, undone
 		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
 			return ferr, err
 		}
