@@ -130,3 +130,61 @@ func TestGroupsOfTwoAccountsOnTwoProcesses(t *testing.T) {
 	qt.Check(t, triageUsed(t, c.stores[1], "bee"), qt.Equals, int64(n/2))
 	t.Logf("slowest delivery %v", slowest)
 }
+
+// Deliveries that commit together each get their event, in the log once, and the
+// webhooks of their account each get a delivery of it, whether the account has webhooks
+// (its events read them) or not (its events wait for the end of the group).
+func TestGroupedDeliveriesRecordTheirEventsAndWebhookDeliveries(t *testing.T) {
+	c := newCluster(t, 1)
+	s, ctx := c.stores[0], context.Background()
+	bee := c.freeAccount(t)
+	hook, err := db.CreateWebhook(ctx, s, db.NewWebhook{AccountID: "acme", URL: "http://127.0.0.1:9/hook"})
+	qt.Assert(t, err, qt.IsNil)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go s.Update(ctx, func(db.Tx) error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	<-held
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := received([]*db.Inbox{c.inbox, bee}[i%2], fmt.Sprintf("<g%d@far.test>", i))
+			m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
+			_, errs[i] = db.Deliver(ctx, s, []db.NewMessage{m})
+		}()
+	}
+	waitQueued(t, s, n)
+	close(release)
+	wg.Wait()
+	for _, err := range errs {
+		qt.Assert(t, err, qt.IsNil)
+	}
+
+	seen := map[string]bool{}
+	for _, account := range []string{"acme", "bee"} {
+		events, err := s.Events(ctx, 0, db.EventFilter{AccountID: account}, 100)
+		qt.Assert(t, err, qt.IsNil)
+		got := 0
+		for _, e := range events {
+			if e.Type != db.EventReceived {
+				continue
+			}
+			qt.Check(t, seen[e.MessageID], qt.IsFalse, qt.Commentf("%s twice", e.MessageID))
+			seen[e.MessageID] = true
+			got++
+		}
+		qt.Check(t, got, qt.Equals, n/2, qt.Commentf("events of %s", account))
+	}
+	ds, _, err := s.ListHookDeliveries(ctx, "acme", hook.WebhookID, 100, "")
+	qt.Assert(t, err, qt.IsNil)
+	qt.Check(t, len(ds), qt.Equals, n/2)
+	qt.Check(t, triageUsed(t, s, "bee"), qt.Equals, int64(n/2))
+}
