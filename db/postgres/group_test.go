@@ -11,51 +11,32 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/db/postgres"
-	"github.com/inboxd/inboxd/db/postgres/pgtest"
 )
 
 // Units that queue while another runs share one transaction; one that refuses is undone
 // alone, and the others commit.
 func TestQueuedUnitsShareACommitAndFailAlone(t *testing.T) {
-	ctx := context.Background()
-	s := open(t, pgtest.NewDatabase(t), nil)
+	c := newCluster(t, 1)
+	s, ctx := c.stores[0], context.Background()
 
-	// Hold the committer with a unit that waits, so that the next ones queue behind it.
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	go s.Update(ctx, func(db.Tx) error {
-		once.Do(func() { close(held) })
-		<-release
-		return nil
-	})
-	<-held
-
-	const n = 6
 	refuses := func(i int) bool { return i%3 == 1 }
-	errs, txids := make([]error, n), make([]int64, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Update(ctx, func(tx db.Tx) error {
-				var err error
-				if txids[i], err = postgres.TxID(tx); err != nil {
-					return err
-				}
-				if err := tx.UpsertAccount(db.Account{ID: fmt.Sprintf("acct%d", i), Plan: db.PlanExempt}); err != nil {
-					return err
-				}
-				if refuses(i) {
-					return db.Errorf(db.ECodeBillingLimit, "unit %d refuses after writing", i)
-				}
-				return nil
-			})
-		}()
-	}
-	waitQueued(t, s, n)
-	close(release)
-	wg.Wait()
+	const n = 6
+	txids := make([]int64, n)
+	errs := c.queueTogether(t, n, func(i int) error {
+		return s.Update(ctx, func(tx db.Tx) error {
+			var err error
+			if txids[i], err = postgres.TxID(tx); err != nil {
+				return err
+			}
+			if err := tx.UpsertAccount(db.Account{ID: fmt.Sprintf("acct%d", i), Plan: db.PlanExempt}); err != nil {
+				return err
+			}
+			if refuses(i) {
+				return db.Errorf(db.ECodeBillingLimit, "unit %d refuses after writing", i)
+			}
+			return nil
+		})
+	})
 
 	var committed []int64
 	for i := range n {
@@ -75,16 +56,32 @@ func TestQueuedUnitsShareACommitAndFailAlone(t *testing.T) {
 	}
 }
 
-// waitQueued waits until n units wait for the committer.
-func waitQueued(t *testing.T, s *postgres.Store, n int) {
+// queueTogether runs fn n times at once while the committer of c's first store is held by
+// a unit that waits, so that the n units they ask of it queue and then run as one group;
+// it returns their errors.
+func (c *cluster) queueTogether(t *testing.T, n int, fn func(i int) error) []error {
 	t.Helper()
+	s := c.stores[0]
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go s.Update(context.Background(), func(db.Tx) error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	<-held
+	done := make(chan []error)
+	go func() { done <- c.each(n, func(i int, _ *postgres.Store) error { return fn(i) }) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.UnitsQueued() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d units queued, want %d", s.UnitsQueued(), n)
+			t.Errorf("%d units queued, want %d", s.UnitsQueued(), n)
+			break
 		}
 		time.Sleep(time.Millisecond)
 	}
+	close(release)
+	return <-done
 }
 
 // accountExists reads whether an account exists.
@@ -141,29 +138,13 @@ func TestGroupedDeliveriesRecordTheirEventsAndWebhookDeliveries(t *testing.T) {
 	hook, err := db.CreateWebhook(ctx, s, db.NewWebhook{AccountID: "acme", URL: "http://127.0.0.1:9/hook"})
 	qt.Assert(t, err, qt.IsNil)
 
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	go s.Update(ctx, func(db.Tx) error {
-		once.Do(func() { close(held) })
-		<-release
-		return nil
-	})
-	<-held
 	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := received([]*db.Inbox{c.inbox, bee}[i%2], fmt.Sprintf("<g%d@far.test>", i))
-			m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
-			_, errs[i] = db.Deliver(ctx, s, []db.NewMessage{m})
-		}()
-	}
-	waitQueued(t, s, n)
-	close(release)
-	wg.Wait()
+	errs := c.queueTogether(t, n, func(i int) error {
+		m := received([]*db.Inbox{c.inbox, bee}[i%2], fmt.Sprintf("<g%d@far.test>", i))
+		m.Triage, m.ChargeTriage, m.QueueTriage = &db.Triage{Status: db.TriageComplete, Version: 1}, true, false
+		_, err := db.Deliver(ctx, s, []db.NewMessage{m})
+		return err
+	})
 	for _, err := range errs {
 		qt.Assert(t, err, qt.IsNil)
 	}
