@@ -151,13 +151,11 @@ type SendRecord struct {
 }
 
 // NextGroup removes up to max items from the front of queue and returns them: the group
-// a store's committer runs next, in order of arrival. When there are none, the committer
-// stops: running turns false, under the same lock as queue, so the next arrival starts
-// another. (Its clear lets the items taken be collected once done.)
-func NextGroup[T any](queue *[]T, max int, running *bool) []T {
+// a store's committer runs next, in order of arrival; none when the queue is empty. (Its
+// clear lets the items taken be collected once done.)
+func NextGroup[T any](queue *[]T, max int) []T {
 	n := min(len(*queue), max)
 	if n == 0 {
-		*running = false
 		return nil
 	}
 	group := make([]T, n)

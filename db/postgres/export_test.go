@@ -26,3 +26,6 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// Committers is how many groups of units a store runs at once.
+const Committers = committers

@@ -13,9 +13,9 @@ import (
 // usage row its triage unit is charged on, the log lock: unit.go, log.go), and each pays a
 // transaction of its own: BEGIN and COMMIT round trips, the lock and its wake-up, the log
 // lock, a NOTIFY, and the commit's work in PostgreSQL. So concurrent units of one process
-// go through one committer: while it runs a transaction, later units queue, and the next
-// transaction runs all of them one after another, with one commit, one log-lock hold and
-// one notification. A lone unit runs on its own, at once.
+// go through its committers (two, at most: committers): while they run transactions,
+// later units queue, and the next transaction runs all of them one after another, with
+// one commit, one log-lock hold and one notification. A lone unit runs on its own, at once.
 //
 // A group first runs without savepoints (a savepoint costs a statement and a
 // subtransaction, and nearly every unit succeeds). When one fails, the transaction is
@@ -43,6 +43,14 @@ import (
 // groupLockTimeout bounds a group's wait for a lock once it holds the log lock (above).
 const groupLockTimeout = "50ms"
 
+// committers is how many groups a process runs at once. A group runs its units one after
+// another on one connection, each waiting for its round trips; on a busy machine each
+// round trip also waits for a CPU, and one committer alone left the ingest slower than
+// lone units overlapping (BENCHMARKS.md, issue 30). With two, one group's round trips
+// overlap the other's; they queue on each other only for their tails (deferLast: the
+// charges, then the log lock, in their last round trip and commit).
+const committers = 2
+
 // maxGroupUnits bounds one transaction: the rerun with savepoints stays within the
 // subtransactions PostgreSQL caches per session (64), and a burst cannot hold the rows a
 // group locks for long.
@@ -60,18 +68,18 @@ type unitJob struct {
 type unitQueue struct {
 	mu      sync.Mutex
 	pending []*unitJob
-	running bool
+	running int // committers running
 }
 
 // update runs fn as a unit of work, in a transaction it may share with the units that
-// queue while the one before it runs (see above).
+// queue while the ones before it run (see above).
 func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	j := &unitJob{fn: fn, done: make(chan struct{})}
 	q := &s.units
 	q.mu.Lock()
 	q.pending = append(q.pending, j)
-	if !q.running {
-		q.running = true
+	if q.running < committers {
+		q.running++
 		go s.commitUnits()
 	}
 	q.mu.Unlock()
@@ -89,7 +97,10 @@ func (s *Store) commitUnits() {
 	q := &s.units
 	for {
 		q.mu.Lock()
-		group := db.NextGroup(&q.pending, maxGroupUnits, &q.running)
+		group := db.NextGroup(&q.pending, maxGroupUnits)
+		if len(group) == 0 {
+			q.running-- // none left: the next unit starts a committer
+		}
 		q.mu.Unlock()
 		if len(group) == 0 {
 			return

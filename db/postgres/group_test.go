@@ -56,20 +56,23 @@ func TestQueuedUnitsShareACommitAndFailAlone(t *testing.T) {
 	}
 }
 
-// queueTogether runs fn n times at once while the committer of c's first store is held by
-// a unit that waits, so that the n units they ask of it queue and then run as one group;
+// queueTogether runs fn n times at once while the committers of c's first store are held
+// by units that wait, so that the n units they ask of it queue and then run as one group;
 // it returns their errors.
 func (c *cluster) queueTogether(t *testing.T, n int, fn func(i int) error) []error {
 	t.Helper()
 	s := c.stores[0]
+	// One unit that waits in each committer.
 	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	go s.Update(context.Background(), func(db.Tx) error {
-		once.Do(func() { close(held) })
-		<-release
-		return nil
-	})
-	<-held
+	for range postgres.Committers {
+		var once sync.Once
+		go s.Update(context.Background(), func(db.Tx) error {
+			once.Do(func() { held <- struct{}{} })
+			<-release
+			return nil
+		})
+		<-held
+	}
 	done := make(chan []error)
 	go func() { done <- c.each(n, func(i int, _ *postgres.Store) error { return fn(i) }) }()
 	deadline := time.Now().Add(10 * time.Second)

@@ -209,15 +209,18 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 	}
 	// The tail: the charge, then the log lock and the change log (log.go: the log lock
 	// comes last). In a group it waits for the group's end (deferLast).
-	tail := &pgx.Batch{}
-	queueTriageCharge(tail, charge, rowID)
+	charged, tail := &pgx.Batch{}, &pgx.Batch{}
+	queueTriageCharge(charged, charge, rowID)
 	w.queueIndex(tail, "m.id = $1", rowID)
 	if w.grouped {
 		w.sendLater(b)
+		if charge != nil {
+			w.deferCharge(charge.AccountID, charged)
+		}
 		w.deferLast(tail)
 		remember(&w.read.rowInbox, rowID, n.InboxID)
 	} else {
-		b.QueuedQueries = append(b.QueuedQueries, tail.QueuedQueries...)
+		b.QueuedQueries = append(append(b.QueuedQueries, charged.QueuedQueries...), tail.QueuedQueries...)
 		w.sendLater(b)
 	}
 	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil

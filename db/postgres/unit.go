@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ type wtx struct {
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
 	last       *pgx.Batch      // the tails of a group's deliveries, held back (deferLast)
+	charges    []heldCharge    // their charges, held back to go ahead of them (deferLast)
 	wantLast   bool            // the next round trip sends last first (deferLast)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
 	read       readMemo        // what the transaction read that none of its units changes
@@ -267,8 +269,8 @@ func (q unitQuerier) QueryRow(_ context.Context, sql string, args ...any) pgx.Ro
 // than most statements of a unit, so the statements that depend on no answer go together.
 func (w *wtx) send(b *pgx.Batch) error {
 	var ahead []*pgx.QueuedQuery
-	if w.wantLast && w.last != nil {
-		ahead, w.last = w.last.QueuedQueries, nil
+	if w.wantLast {
+		ahead = w.takeLast()
 	}
 	w.wantLast = false
 	if w.later != nil {
@@ -297,7 +299,7 @@ func (w *wtx) sendLater(b *pgx.Batch) {
 
 // flush sends the statements sendLater holds back, if any.
 func (w *wtx) flush() error {
-	if w.later == nil && (!w.wantLast || w.last == nil) {
+	if w.later == nil && (!w.wantLast || (w.last == nil && w.charges == nil)) {
 		return nil
 	}
 	return w.send(&pgx.Batch{})
@@ -311,12 +313,45 @@ func (w *wtx) flush() error {
 // delivery after it: units of other transactions queue on those locks (group.go). The
 // tails keep the order of their units; what reads the rows they write sends them first:
 // an eager append to a log (lockLogs) and a charge (UsedUnits, SpendUnit).
+//
+// The charges go first, ordered by account (and, within one, in the order of their units,
+// which decides which message keeps its triage when the allowance runs out), then the
+// rest: every group then takes its usage rows in one order, and all of them before the
+// log lock, as a lone unit does (log.go); two groups, of this process or of another, do
+// not deadlock on them.
 func (w *wtx) deferLast(b *pgx.Batch) {
 	if w.last == nil {
 		w.last = &pgx.Batch{}
 	}
 	w.last.QueuedQueries = append(w.last.QueuedQueries, b.QueuedQueries...)
 	w.wantLast = false // lockLogs asked for it, building b
+}
+
+// heldCharge is a charge of a delivery's tail, held back with it (deferLast).
+type heldCharge struct {
+	account string
+	q       *pgx.QueuedQuery
+}
+
+// deferCharge holds back the charges of b, of account, with a delivery's tail (deferLast).
+func (w *wtx) deferCharge(account string, b *pgx.Batch) {
+	for _, q := range b.QueuedQueries {
+		w.charges = append(w.charges, heldCharge{account, q})
+	}
+}
+
+// takeLast takes what deferLast holds back, in the order it goes (see there).
+func (w *wtx) takeLast() []*pgx.QueuedQuery {
+	slices.SortStableFunc(w.charges, func(a, b heldCharge) int { return strings.Compare(a.account, b.account) })
+	var out []*pgx.QueuedQuery
+	for _, c := range w.charges {
+		out = append(out, c.q)
+	}
+	if w.last != nil {
+		out = append(out, w.last.QueuedQueries...)
+	}
+	w.charges, w.last = nil, nil
+	return out
 }
 
 // flushAll sends every statement held back: before the commit, and at the end of a unit
@@ -406,7 +441,7 @@ func (w *wtx) inSavepoint(fn func() error) (ferr, err error) {
 		ferr = w.flushAll() // what fn sent later is fn's: it fails fn, not the unit
 	}
 	if ferr != nil {
-		w.later, w.last, w.hooks = nil, nil, nil // fn's, undone
+		w.later, w.last, w.charges, w.hooks = nil, nil, nil, nil // fn's, undone
 		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
 			return ferr, err
 		}

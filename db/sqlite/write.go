@@ -116,7 +116,8 @@ func (s *Store) commitLoop() {
 	for {
 		q.mu.Lock()
 		q.gather()
-		group := db.NextGroup(&q.pending, maxGroupWrites, &q.running)
+		group := db.NextGroup(&q.pending, maxGroupWrites)
+		q.running = len(group) > 0 // none left: the next write starts a committer
 		q.mu.Unlock()
 		if len(group) == 0 {
 			return
