@@ -45,10 +45,11 @@ const groupLockTimeout = "50ms"
 
 // committers is how many groups a process runs at once. A group runs its units one after
 // another on one connection, each waiting for its round trips; on a busy machine each
-// round trip also waits for a CPU, and one committer alone left the ingest slower than
-// lone units overlapping (BENCHMARKS.md, issue 30). With two, one group's round trips
+// round trip also waits for a CPU, and with one committer the ingest was at times slower
+// than lone units overlapping (BENCHMARKS.md, issue 30). With two, one group's round trips
 // overlap the other's; they queue on each other only for their tails (deferLast: the
-// charges, then the log lock, in their last round trip and commit).
+// charges, then the log lock, in their last round trip and commit). Whether two beat one
+// is not settled by measurement yet: the runs on a busy machine were too noisy to say.
 const committers = 2
 
 // maxGroupUnits bounds one transaction: the rerun with savepoints stays within the
