@@ -77,7 +77,7 @@ type Store struct {
 	arrivals  db.Arrivals // the messages of the events this process appended (log.go)
 	cache     caches      // keys and inboxes (cache.go)
 	queues    queueState  // this process's name on the queues' leases (outbound.go)
-	units     unitQueue   // units of work waiting for the committer (group.go)
+	units     unitQueue   // units of work waiting for a committer (group.go)
 	threadIDs idReserve   // rows for new threads (tx_messages.go)
 	listener  listener
 	closed    sync.Once
