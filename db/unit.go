@@ -149,3 +149,19 @@ type SendRecord struct {
 	Fingerprint []byte
 	Result      SendResult
 }
+
+// NextGroup removes up to max items from the front of queue and returns them: the group
+// a store's committer runs next, in order of arrival; none when the queue is empty. (Its
+// clear lets the items taken be collected once done.)
+func NextGroup[T any](queue *[]T, max int) []T {
+	n := min(len(*queue), max)
+	if n == 0 {
+		return nil
+	}
+	group := make([]T, n)
+	copy(group, *queue)
+	rest := copy(*queue, (*queue)[n:])
+	clear((*queue)[rest:])
+	*queue = (*queue)[:rest]
+	return group
+}

@@ -71,6 +71,12 @@ func conflict(err error) bool {
 	return false
 }
 
+// lockTimedOut reports whether err is a wait for a lock cut short by lock_timeout.
+func lockTimedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
 // uniqueViolation reports whether err is a unique violation.
 func uniqueViolation(err error) bool {
 	var pe *pgconn.PgError

@@ -26,8 +26,9 @@ import (
 // (after the message rows), so it is held for the end of the unit and its commit; other
 // writes of the unit run concurrently. One lock for both logs, so no two appenders can
 // deadlock between them; and every unit takes it after the row locks it takes (a thread,
-// an inbox, an account), never before one, so no unit waits for a row while holding it. The alternative, a commit-ordered cursor from transaction ids
-// (pg_current_xact_id, pg_snapshot_xmin), would let appends run concurrently but needs a
+// an inbox, an account), never before one, so no lone unit waits for a row while holding it
+// (the units of a group commit may: group.go says why that is safe). The alternative, a
+// commit-ordered cursor from transaction ids (pg_current_xact_id, pg_snapshot_xmin), would let appends run concurrently but needs a
 // cursor of two numbers in every reader and holds readers back behind any long
 // transaction; the lock keeps seq a single number that means what it means in SQLite.
 //
@@ -46,8 +47,12 @@ const chanEvents = "inboxd_events" // events were appended
 // transaction, unless w holds it already. It counts as held once b has run without error
 // (a failed batch fails the unit).
 func (w *wtx) lockLogs(b *pgx.Batch) {
+	w.wantLast = true // appends held back go first (deferLast)
 	if !w.logLocked {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", logLock)
+		if w.grouped {
+			b.Queue("SELECT set_config('lock_timeout', $1, true)", groupLockTimeout)
+		}
 		w.logLocked = true
 	}
 }
@@ -95,24 +100,55 @@ func (w *wtx) appendEvent(e db.NewEvent) (db.AppendedEvent, error) {
 	id := newRowUUID()
 	b := &pgx.Batch{}
 	w.lockLogs(b)
-	b.Queue(`WITH ins AS (
+	deferred, canDefer := w.deferrableEvent(e)
+	ins := b.Queue(`WITH ins AS (
 			INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 			SELECT $1, i.account_id, m.inbox_id, $2, $3, m.id, m.message_id, t.uuid, $4
 			FROM messages m JOIN inboxes i ON i.id = m.inbox_id JOIN threads t ON t.id = m.thread_id WHERE m.id = $5
 			RETURNING seq, account_id, inbox_id),
 		head AS (UPDATE log_heads SET last = (SELECT seq FROM ins) WHERE name = 'events' AND EXISTS (SELECT 1 FROM ins))
 		SELECT seq, account_id, inbox_id FROM ins`,
-		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).QueryRow(func(row pgx.Row) error {
+		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow)
+	w.queueNotify(b, chanEvents)
+	if canDefer {
+		w.deferLast(b)
+		w.arrivals.Put(id, e.Message)
+		return deferred, nil
+	}
+	ins.QueryRow(func(row pgx.Row) error {
 		return row.Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	})
-	w.queueNotify(b, chanEvents)
 	hooks := w.queueEnabledWebhooks(b, e.MessageRow)
 	if err := w.send(b); err != nil {
 		return db.AppendedEvent{}, err
 	}
 	w.hooks = &prefetched{accountID: a.AccountID, hooks: *hooks}
+	remember(&w.read.hooks, a.AccountID, *hooks)
 	w.arrivals.Put(id, e.Message)
 	return a, nil
+}
+
+// deferrableEvent reports whether the append of e may wait for the end of w's group
+// (deferLast), and what it then answers: when e is of a message w wrote, whose account's
+// enabled webhooks w has read and found none, nothing reads its seq (db.RecordEvent needs
+// it only to queue deliveries to webhooks), and its account and inbox are known.
+func (w *wtx) deferrableEvent(e db.NewEvent) (db.AppendedEvent, bool) {
+	if !w.grouped {
+		return db.AppendedEvent{}, false
+	}
+	inbox, ok := w.read.rowInbox[e.MessageRow]
+	if !ok {
+		return db.AppendedEvent{}, false
+	}
+	account, ok := w.read.inboxAccounts[inbox]
+	if !ok {
+		return db.AppendedEvent{}, false
+	}
+	hooks, ok := w.read.hooks[account]
+	if !ok || len(hooks) > 0 {
+		return db.AppendedEvent{}, false
+	}
+	return db.AppendedEvent{AccountID: account, InboxRow: inbox}, true
 }
 
 // notify sends a notification on channel when w commits, once per transaction.

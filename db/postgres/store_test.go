@@ -145,3 +145,12 @@ func TestSessionOfARemovedOperatorEnds(t *testing.T) {
 		qt.Assert(t, sess, qt.IsNil)
 	}
 }
+
+// The store's sessions store large values compressed with lz4 where the server has it
+// (Debian's, the tests', does).
+func TestSessionsCompressWithLZ4(t *testing.T) {
+	s := open(t, pgtest.NewDatabase(t), nil)
+	v, err := s.Setting(context.Background(), "default_toast_compression")
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, v, qt.Equals, "lz4")
+}

@@ -14,7 +14,14 @@ import (
 // serializes the checkers first (unit.go).
 
 func (u *unit) AccountPlan(accountID string) (string, error) {
-	return accountPlan(u.ctx, u.q(), accountID)
+	if plan, ok := u.read.plans[accountID]; ok {
+		return plan, nil
+	}
+	plan, err := accountPlan(u.ctx, u.q(), accountID)
+	if err == nil {
+		remember(&u.read.plans, accountID, plan)
+	}
+	return plan, err
 }
 
 // accountPlan returns the plan of an account. Errors: not_found.
@@ -32,6 +39,7 @@ func accountPlan(ctx context.Context, q querier, accountID string) (string, erro
 // commit, whether through db.Charge or as a message is written (WriteMessageCharged). The
 // row, not the account's, so that the charges of one account queue only on each other.
 func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
+	u.wantLast = true // the charges held back count (deferLast)
 	var used int64
 	err := u.queryRow(`INSERT INTO usage(account_id, period, feature, used) VALUES ($1, $2, $3, 0)
 		ON CONFLICT (account_id, period, feature) DO UPDATE SET used = usage.used RETURNING used`,
@@ -40,6 +48,7 @@ func (u *unit) UsedUnits(accountID, feature, period string) (int64, error) {
 }
 
 func (u *unit) SpendUnit(accountID, feature, period string) error {
+	u.wantLast = true // after the charges held back (deferLast)
 	_, err := u.exec(`INSERT INTO usage(account_id, period, feature, used) VALUES ($1, $2, $3, 1)
 		ON CONFLICT (account_id, period, feature) DO UPDATE SET used = usage.used + 1`, accountID, period, feature)
 	return err
@@ -109,8 +118,14 @@ func (u *unit) EnqueueOutbound(messageRow int64, recipients []string, at time.Ti
 }
 
 func (u *unit) InboxAccount(inboxID int64) (string, error) {
+	if account, ok := u.read.inboxAccounts[inboxID]; ok {
+		return account, nil
+	}
 	var account string
 	err := u.queryRow("SELECT account_id FROM inboxes WHERE id = $1", inboxID).Scan(&account)
+	if err == nil {
+		remember(&u.read.inboxAccounts, inboxID, account)
+	}
 	return account, err
 }
 
@@ -168,6 +183,7 @@ func (u *unit) UpsertAccount(a db.Account) error {
 	if err := u.authChanged(); err != nil {
 		return err
 	}
+	delete(u.read.plans, a.ID)
 	_, err := u.exec(`INSERT INTO accounts(id, plan, disabled, inbox_quota, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET plan = excluded.plan`, a.ID, a.Plan, a.Disabled, a.InboxQuota, millis(u.now))
 	return err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -42,21 +43,27 @@ func prepare(m *db.NewMessage) *prepared {
 }
 
 // StoredMessage is the first thing storing a message asks (db.StoreMessage), so it also
-// keeps the inbox from being deleted under the delivery (shareInbox).
+// keeps the inbox from being deleted under the delivery (queueShareInbox), in the same round
+// trip.
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
-	if err := u.shareInbox(inboxID); err != nil {
+	b := &pgx.Batch{}
+	locked := u.queueShareInbox(b, inboxID)
+	var st *db.Stored
+	b.Queue(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).QueryRow(func(row pgx.Row) error {
+		var found db.Stored
+		err := row.Scan(&found.RowID, &found.MessageID, &found.ThreadID)
+		if noRows(err) {
+			return nil
+		}
+		st = &found
+		return err
+	})
+	if err := u.send(b); err != nil {
 		return nil, err
 	}
-	var st db.Stored
-	err := u.queryRow(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
-	if noRows(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	locked()
+	return st, nil
 }
 
 func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
@@ -82,19 +89,60 @@ func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, 
 	return db.ScanThreadRefs(rows, found)
 }
 
+// NewThread takes the new thread's row from the store's reserve (threadIDs) and sends its
+// insert ahead of the unit's next statement, the message's insert: no round trip of its
+// own.
 func (u *unit) NewThread(inboxID int64, uuid string) (db.ThreadRef, error) {
 	if uuid == "" {
 		uuid = newRowUUID()
 	}
 	t := db.ThreadRef{UUID: uuid}
-	if err := u.queryRow("INSERT INTO threads(uuid, inbox_id) VALUES ($1, $2) RETURNING id", uuid, inboxID).Scan(&t.Row); err != nil {
+	var err error
+	if t.Row, err = u.threadIDs.next(u.wtx); err != nil {
 		return t, err
 	}
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO threads(id, uuid, inbox_id) VALUES ($1, $2, $3)", t.Row, uuid, inboxID)
+	u.sendLater(b)
 	if u.fresh == nil {
 		u.fresh = map[int64]bool{}
 	}
 	u.fresh[t.Row] = true
 	return t, nil
+}
+
+// threadIDBlock is how many thread rows a store takes from their sequence at a time.
+const threadIDBlock = 64
+
+// idReserve is thread rows a store took from their sequence in a block and has not given
+// out yet: a new thread's row is then known without a round trip. Rows taken and never
+// used (a unit rolled back, a process stopped) are gaps in the sequence, as a rolled-back
+// insert leaves; rows of one process ascend, of several interleave.
+type idReserve struct {
+	mu  sync.Mutex
+	ids []int64
+}
+
+// next gives out a reserved row, reading a new block in w's transaction when none is
+// left (nextval is not undone with it).
+func (r *idReserve) next(w *wtx) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ids) == 0 {
+		rows, err := w.query("SELECT nextval(pg_get_serial_sequence('threads', 'id')) FROM generate_series(1, $1)", threadIDBlock)
+		if err != nil {
+			return 0, err
+		}
+		ids, err := db.ScanRows(rows, db.ScanInt64)
+		rows.Close()
+		if err != nil {
+			return 0, err
+		}
+		r.ids = ids
+	}
+	id := r.ids[0]
+	r.ids = r.ids[1:]
+	return id, nil
 }
 
 func (u *unit) WriteMessage(p db.Prepared, thread db.ThreadRef, withTriage bool) (db.Stored, error) {
@@ -150,9 +198,6 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 	if w.fresh[thread.Row] {
 		delete(w.fresh, thread.Row)
 		w.queueSettleThread(b, thread.Row, rowID, n)
-		queueTriageCharge(b, charge, rowID)
-		w.queueIndex(b, "m.id = $1", rowID)
-		w.sendLater(b)
 	} else {
 		if err := w.send(b); err != nil {
 			return db.Stored{}, err
@@ -161,8 +206,21 @@ func (w *wtx) writeMessage(p *prepared, thread db.ThreadRef, withTriage bool, ch
 			return db.Stored{}, err
 		}
 		b = &pgx.Batch{}
-		queueTriageCharge(b, charge, rowID)
-		w.queueIndex(b, "m.id = $1", rowID)
+	}
+	// The tail: the charge, then the log lock and the change log (log.go: the log lock
+	// comes last). In a group it waits for the group's end (deferLast).
+	charged, tail := &pgx.Batch{}, &pgx.Batch{}
+	queueTriageCharge(charged, charge, rowID)
+	w.queueIndex(tail, "m.id = $1", rowID)
+	if w.grouped {
+		w.sendLater(b)
+		if charge != nil {
+			w.deferCharge(charge.AccountID, charged)
+		}
+		w.deferLast(tail)
+		remember(&w.read.rowInbox, rowID, n.InboxID)
+	} else {
+		b.QueuedQueries = append(append(b.QueuedQueries, charged.QueuedQueries...), tail.QueuedQueries...)
 		w.sendLater(b)
 	}
 	return db.Stored{RowID: rowID, MessageID: n.MessageID, ThreadID: thread.UUID}, nil

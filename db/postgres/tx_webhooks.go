@@ -21,6 +21,7 @@ func (u *unit) CountWebhooks(accountID string) (int, error) {
 }
 
 func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
+	u.read.hooks = nil
 	var id int64
 	err := u.queryRow(`INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
 		enabled, secret, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
@@ -45,6 +46,7 @@ func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) 
 }
 
 func (u *unit) SaveWebhook(w *db.Webhook) error {
+	u.read.hooks = nil
 	_, err := u.exec(`UPDATE webhooks SET account_id = $1, url = $2, event_types = $3, inbox_ids = $4, inbox_rows = $5,
 		description = $6, enabled = $7, secret = $8, created_at = $9, updated_at = $10 WHERE id = $11`, append(db.WebhookValues(w), w.Row)...)
 	return err
@@ -52,6 +54,7 @@ func (u *unit) SaveWebhook(w *db.Webhook) error {
 
 // DeleteWebhook deletes the webhook; its deliveries go by the foreign key's cascade.
 func (u *unit) DeleteWebhook(row int64) error {
+	u.read.hooks = nil
 	_, err := u.exec("DELETE FROM webhooks WHERE id = $1", row)
 	return err
 }
@@ -67,6 +70,9 @@ func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
 	if p := u.hooks; p != nil && p.accountID == accountID {
 		u.hooks = nil
 		return p.hooks, nil
+	}
+	if hooks, ok := u.read.hooks[accountID]; ok {
+		return hooks, nil
 	}
 	rows, err := u.query(enabledWebhooksSQL+"$1", accountID)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,14 +48,44 @@ type wtx struct {
 	now time.Time
 
 	logLocked  bool            // holds the log lock (log.go)
+	grouped    bool            // runs the units of a group (group.go)
 	notified   map[string]bool // channels notified (log.go)
 	locked     map[string]bool // rows locked by lockAccount and lockInbox
 	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
 	savepoints int             // savepoints made, for their names
 	arrivals   *db.Arrivals    // the store's: the messages of the events appended (log.go)
+	threadIDs  *idReserve      // the store's: rows for new threads (NewThread)
 	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
 	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
+	last       *pgx.Batch      // the tails of a group's deliveries, held back (deferLast)
+	charges    []heldCharge    // their charges, held back to go ahead of them (deferLast)
+	wantLast   bool            // the next round trip sends last first (deferLast)
 	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
+	read       readMemo        // what the transaction read that none of its units changes
+}
+
+// readMemo is what a transaction read that its units ask again (each delivery of a group
+// reads its inbox's account and the account's plan, group.go): asked again in the same
+// transaction, it answers without a round trip. An account of an inbox never changes; a
+// plan changes only through UpsertAccount, which forgets it. The units of a group run one
+// after another in one transaction, so an answer read by an earlier unit is what the later
+// one would have read had it run right after it.
+type readMemo struct {
+	inboxAccounts map[int64]string
+	plans         map[string]string
+	rowInbox      map[int64]int64         // the inbox of each message the transaction wrote
+	hooks         map[string][]db.Webhook // enabled webhooks, by account (forgotten when a unit changes one)
+}
+
+// forget drops what w read, after a savepoint's rollback undid writes it may reflect.
+func (w *wtx) forget() { w.read = readMemo{} }
+
+// remember records v as what reading k answers in memo m.
+func remember[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
 }
 
 // write runs fn in a write transaction at READ COMMITTED, committed when fn returns nil,
@@ -64,26 +95,42 @@ type wtx struct {
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
-		w := &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals}
+		w := s.newWtx(ctx)
 		err := s.writeOnce(w, fn)
 		if err == nil {
-			// The listener hears these too; this process need not wait for it.
-			if w.notified[chanAuth] {
-				s.cache.invalidate()
-			}
-			if w.notified[chanEvents] {
-				s.events.Fire()
-			}
-			if w.notified[chanControls] {
-				s.controls.Fire()
-			}
+			s.committed(w)
 			return nil
 		}
-		if !(conflict(err) || w.conflict || beginFailed(err) || lostBeforeCommit(err)) || attempt == maxAttempts {
+		if !retryable(w, err) || attempt == maxAttempts {
 			return storageError(err)
 		}
 		time.Sleep(retryPause(attempt))
 	}
+}
+
+// newWtx starts a run of a write transaction, at the store's now.
+func (s *Store) newWtx(ctx context.Context) *wtx {
+	return &wtx{ctx: ctx, now: s.Now(), arrivals: &s.arrivals, threadIDs: &s.threadIDs}
+}
+
+// committed does what w's commit leaves to this process.
+func (s *Store) committed(w *wtx) {
+	// The listener hears these too; this process need not wait for it.
+	if w.notified[chanAuth] {
+		s.cache.invalidate()
+	}
+	if w.notified[chanEvents] {
+		s.events.Fire()
+	}
+	if w.notified[chanControls] {
+		s.controls.Fire()
+	}
+}
+
+// retryable reports whether the run w of a unit, failed with err, may run again (see
+// above): nothing of it committed, and running it again may succeed.
+func retryable(w *wtx, err error) bool {
+	return conflict(err) || w.conflict || beginFailed(err) || lostBeforeCommit(err)
 }
 
 // writeOnce runs fn once in a transaction of its own.
@@ -95,7 +142,7 @@ func (s *Store) writeOnce(w *wtx, fn func(w *wtx) error) error {
 	w.tx = tx
 	err = runUnit(w, fn)
 	if err == nil {
-		err = w.flush()
+		err = w.flushAll()
 	}
 	if err != nil {
 		tx.Rollback(w.ctx)
@@ -221,9 +268,16 @@ func (q unitQuerier) QueryRow(_ context.Context, sql string, args ...any) pgx.Ro
 // after those sent later (sendLater), and returns the first error. A round trip costs more
 // than most statements of a unit, so the statements that depend on no answer go together.
 func (w *wtx) send(b *pgx.Batch) error {
+	var ahead []*pgx.QueuedQuery
+	if w.wantLast {
+		ahead = w.takeLast()
+	}
+	w.wantLast = false
 	if w.later != nil {
-		b = &pgx.Batch{QueuedQueries: append(w.later.QueuedQueries, b.QueuedQueries...)}
-		w.later = nil
+		ahead, w.later = append(ahead, w.later.QueuedQueries...), nil
+	}
+	if ahead != nil {
+		b = &pgx.Batch{QueuedQueries: append(ahead, b.QueuedQueries...)}
 	}
 	if b.Len() == 0 {
 		return nil
@@ -245,10 +299,66 @@ func (w *wtx) sendLater(b *pgx.Batch) {
 
 // flush sends the statements sendLater holds back, if any.
 func (w *wtx) flush() error {
-	if w.later == nil {
+	if w.later == nil && (!w.wantLast || (w.last == nil && w.charges == nil)) {
 		return nil
 	}
 	return w.send(&pgx.Batch{})
+}
+
+// deferLast holds the statements of b (with no callbacks) back to the end of the group
+// w runs, or until a statement needs them done (wantLast): the tail of a delivery in a
+// group, its charge and its appends to the logs under the log lock. The group then takes
+// its usage rows and the log lock in its last round trip, for that round trip and the
+// commit, rather than from its first delivery's tail to its commit, through every
+// delivery after it: units of other transactions queue on those locks (group.go). The
+// tails keep the order of their units; what reads the rows they write sends them first:
+// an eager append to a log (lockLogs) and a charge (UsedUnits, SpendUnit).
+//
+// The charges go first, ordered by account (and, within one, in the order of their units,
+// which decides which message keeps its triage when the allowance runs out), then the
+// rest: every group then takes its usage rows in one order, and all of them before the
+// log lock, as a lone unit does (log.go); two groups, of this process or of another, do
+// not deadlock on them.
+func (w *wtx) deferLast(b *pgx.Batch) {
+	if w.last == nil {
+		w.last = &pgx.Batch{}
+	}
+	w.last.QueuedQueries = append(w.last.QueuedQueries, b.QueuedQueries...)
+	w.wantLast = false // lockLogs asked for it, building b
+}
+
+// heldCharge is a charge of a delivery's tail, held back with it (deferLast).
+type heldCharge struct {
+	account string
+	q       *pgx.QueuedQuery
+}
+
+// deferCharge holds back the charges of b, of account, with a delivery's tail (deferLast).
+func (w *wtx) deferCharge(account string, b *pgx.Batch) {
+	for _, q := range b.QueuedQueries {
+		w.charges = append(w.charges, heldCharge{account, q})
+	}
+}
+
+// takeLast takes what deferLast holds back, in the order it goes (see there).
+func (w *wtx) takeLast() []*pgx.QueuedQuery {
+	slices.SortStableFunc(w.charges, func(a, b heldCharge) int { return strings.Compare(a.account, b.account) })
+	var out []*pgx.QueuedQuery
+	for _, c := range w.charges {
+		out = append(out, c.q)
+	}
+	if w.last != nil {
+		out = append(out, w.last.QueuedQueries...)
+	}
+	w.charges, w.last = nil, nil
+	return out
+}
+
+// flushAll sends every statement held back: before the commit, and at the end of a unit
+// that runs in a savepoint of its own.
+func (w *wtx) flushAll() error {
+	w.wantLast = true
+	return w.flush()
 }
 
 // lockAccount locks an account's row for the rest of the transaction: the unit is then
@@ -264,16 +374,20 @@ func (w *wtx) lockInbox(inboxID int64) error {
 	return w.lockRow("i:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR NO KEY UPDATE", inboxID)
 }
 
-// shareInbox locks an inbox's row against its deletion for the rest of the transaction,
-// before a message is stored in it. Without it, a message committed into one of the inbox's
-// threads while DeleteInbox runs (its statements each see the commits made before they
-// start) would be left pointing at a thread DeleteInbox then deletes: a foreign key
-// violation there. Deliveries to one inbox share the lock and do not wait for each other.
-func (w *wtx) shareInbox(inboxID int64) error {
-	if w.locked["i:"+strconv.FormatInt(inboxID, 10)] {
-		return nil // this unit holds the stronger lock already
+// queueShareInbox queues in b the locking of an inbox's row against its deletion for the
+// rest of the transaction, before a message is stored in it, and returns what marks it
+// held once b has run. Without it, a message committed into one of the inbox's threads
+// while DeleteInbox runs (its statements each see the commits made before they start)
+// would be left pointing at a thread DeleteInbox then deletes: a foreign key violation
+// there. Deliveries to one inbox share the lock and do not wait for each other.
+func (w *wtx) queueShareInbox(b *pgx.Batch, inboxID int64) (held func()) {
+	id := strconv.FormatInt(inboxID, 10)
+	key := "s:" + id
+	if w.locked["i:"+id] || w.locked[key] {
+		return func() {} // this unit holds it, or the stronger lock, already
 	}
-	return w.lockRow("s:"+strconv.FormatInt(inboxID, 10), "SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
+	b.Queue("SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
+	return func() { w.markLocked(key) }
 }
 
 func (w *wtx) lockRow(key, sql string, arg any) error {
@@ -284,11 +398,16 @@ func (w *wtx) lockRow(key, sql string, arg any) error {
 	if err := w.queryRow(sql, arg).Scan(&one); err != nil && !noRows(err) {
 		return err
 	}
+	w.markLocked(key)
+	return nil
+}
+
+// markLocked records that w holds the lock named key, to the end of its transaction.
+func (w *wtx) markLocked(key string) {
 	if w.locked == nil {
 		w.locked = map[string]bool{}
 	}
 	w.locked[key] = true
-	return nil
 }
 
 // isolated runs fn in a savepoint: when fn fails, what it wrote is undone (with the locks
@@ -296,30 +415,43 @@ func (w *wtx) lockRow(key, sql string, arg any) error {
 // it still runs the whole unit again: the rule that isolated fn would otherwise take a
 // race for a real failure.
 func (w *wtx) isolated(fn func() error) error {
-	w.savepoints++
-	name := "isolated_" + strconv.Itoa(w.savepoints)
-	if _, err := w.exec("SAVEPOINT " + name); err != nil {
+	ferr, err := w.inSavepoint(fn)
+	if err != nil {
 		return storageError(err)
 	}
-	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
-	ferr := fn()
-	if ferr == nil {
-		ferr = w.flush() // what fn sent later is fn's: it fails fn, not the unit
-	}
-	if ferr != nil {
-		if conflict(ferr) {
-			w.conflict = true
-		}
-		w.later, w.hooks = nil, nil // fn's, undone
-		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
-			return storageError(err)
-		}
-		w.logLocked, w.notified, w.locked = logLocked, notified, locked
-	}
-	if _, err := w.exec("RELEASE SAVEPOINT " + name); err != nil {
-		return storageError(err)
+	if ferr != nil && conflict(ferr) {
+		w.conflict = true
 	}
 	return storageError(ferr)
+}
+
+// inSavepoint runs fn in a savepoint, undoing what it wrote (with the locks it took and
+// the notifications it sent) when it fails. It returns fn's error, and err when the
+// transaction itself failed around it (its savepoint statements).
+func (w *wtx) inSavepoint(fn func() error) (ferr, err error) {
+	w.savepoints++
+	name := "isolated_" + strconv.Itoa(w.savepoints)
+	w.wantLast = true // what came before is not fn's
+	if _, err := w.exec("SAVEPOINT " + name); err != nil {
+		return nil, err
+	}
+	logLocked, notified, locked := w.logLocked, copyFlags(w.notified), copyFlags(w.locked)
+	ferr = fn()
+	if ferr == nil {
+		ferr = w.flushAll() // what fn sent later is fn's: it fails fn, not the unit
+	}
+	if ferr != nil {
+		w.later, w.last, w.charges, w.hooks = nil, nil, nil, nil // fn's, undone
+		if _, err := w.exec("ROLLBACK TO SAVEPOINT " + name); err != nil {
+			return ferr, err
+		}
+		w.logLocked, w.notified, w.locked = logLocked, notified, locked
+		w.forget()
+	}
+	if _, err := w.exec("RELEASE SAVEPOINT " + name); err != nil {
+		return ferr, err
+	}
+	return ferr, nil
 }
 
 func copyFlags(m map[string]bool) map[string]bool {
@@ -333,9 +465,10 @@ func copyFlags(m map[string]bool) map[string]bool {
 	return out
 }
 
-// Update runs a unit of work (db.Units) in one transaction; fn may run more than once.
+// Update runs a unit of work (db.Units) in one transaction, which it may share with
+// concurrent units (group.go); fn may run more than once.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
-	return s.write(ctx, func(w *wtx) error { return fn(&unit{w}) })
+	return s.update(ctx, func(w *wtx) error { return fn(&unit{w}) })
 }
 
 // unit is db.Tx over one run of a write transaction.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/inboxd/inboxd/db"
 )
 
 // Writes share commits. A commit costs far more than the few rows of a send, a label
@@ -114,18 +116,12 @@ func (s *Store) commitLoop() {
 	for {
 		q.mu.Lock()
 		q.gather()
-		n := min(len(q.pending), maxGroupWrites)
-		if n == 0 {
-			q.running = false
-			q.mu.Unlock()
+		group := db.NextGroup(&q.pending, maxGroupWrites)
+		q.running = len(group) > 0 // none left: the next write starts a committer
+		q.mu.Unlock()
+		if len(group) == 0 {
 			return
 		}
-		group := make([]*writeJob, n)
-		copy(group, q.pending)
-		rest := copy(q.pending, q.pending[n:])
-		clear(q.pending[rest:])
-		q.pending = q.pending[:rest]
-		q.mu.Unlock()
 
 		s.commitGroup(group)
 		s.events.hooks.groupEnded()
