@@ -221,6 +221,14 @@ func TestMigrateFromSQLiteOnPostgres(t *testing.T) {
 	c.Assert(code, qt.Equals, 0, qt.Commentf("%s", stderr))
 	c.Assert(stdout, qt.Matches, `(?s).*messages\s+4 rows.*`)
 	c.Assert(stderr, qt.Contains, "search index")
+	// The copy leaves statistics, so the first server plans for the rows it holds.
+	conn, err := pgx.Connect(context.Background(), pgURL)
+	c.Assert(err, qt.IsNil)
+	var analyzed bool
+	err = conn.QueryRow(context.Background(), "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'messages'").Scan(&analyzed)
+	conn.Close(context.Background())
+	c.Assert(err, qt.IsNil)
+	c.Check(analyzed, qt.IsTrue, qt.Commentf("the copied tables have no statistics"))
 
 	q := startInboxd(t, inboxdBinary(t), "--db", pgURL, "--data-dir", t.TempDir(), "--webhook-allow-http")
 	for _, v := range views {

@@ -136,7 +136,14 @@ func Import(ctx context.Context, url string, src db.CopySource) ([]CopiedRows, e
 		if _, err := tx.Exec(ctx, importedHeads); err != nil {
 			return err
 		}
-		return advanceIdentities(ctx, tx)
+		if err := advanceIdentities(ctx, tx); err != nil {
+			return err
+		}
+		// Statistics of the copied rows, in the copy's transaction: a server that starts
+		// on the database before autovacuum's first round (about a minute) would plan its
+		// queries for empty tables, sorting an inbox's whole list for each page.
+		_, err = tx.Exec(ctx, "ANALYZE")
+		return err
 	})
 	if err != nil {
 		return nil, err
