@@ -142,6 +142,11 @@ func (f *fleet) pgShare(before, after usage, ops int) string {
 // listMessages (their first page) with clients concurrent clients dealt between the
 // servers, for d each, and reports the rate and the CPU per request.
 func benchReads(ctx context.Context, f *fleet, rcpts []string, clients int, d time.Duration) error {
+	if strings.HasPrefix(f.db, "postgres://") {
+		if err := waitForStatistics(ctx, f.db); err != nil {
+			return err
+		}
+	}
 	var paths []string
 	for _, in := range rcpts {
 		var page struct {
