@@ -33,7 +33,7 @@ func (s *Store) CreateDashboardSession(ctx context.Context, hash [32]byte, opera
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE operator = ?1 AND token_hash <> ?2 AND token_hash NOT IN (
 			SELECT token_hash FROM dashboard_sessions WHERE operator = ?1 AND token_hash <> ?2
-			ORDER BY expires_at DESC, token_hash LIMIT ?3)`, operator, hash[:], max(keep, 1)-1)
+			ORDER BY expires_at DESC, token_hash LIMIT +?3)`, operator, hash[:], max(keep, 1)-1)
 		return err
 	})
 }

@@ -45,7 +45,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEven
 	id := newRowUUID()
 	err = tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 		SELECT ?, i.account_id, m.inbox_id, ?, ?, m.id, m.message_id, (SELECT t.uuid FROM threads t WHERE t.id = m.thread_id), ?
-		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = ? RETURNING seq, account_id, inbox_id`,
+		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = +? RETURNING seq, account_id, inbox_id`,
 		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	if err != nil {
 		return a, err
@@ -68,7 +68,7 @@ func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit
 	q.WriteString(`SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
 		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id WHERE e.seq > ?`)
 	if f.AccountID != "" {
-		q.WriteString(" AND e.account_id = ?")
+		q.WriteString(" AND e.account_id = +?")
 		args = append(args, f.AccountID)
 	}
 	if len(f.Inboxes) > 0 {
@@ -83,7 +83,7 @@ func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit
 			args = append(args, t)
 		}
 	}
-	q.WriteString(" ORDER BY e.seq LIMIT ?")
+	q.WriteString(" ORDER BY e.seq LIMIT +?")
 	args = append(args, limit)
 	var out []db.Event
 	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -66,11 +66,11 @@ func (s *Store) IndexInboxChanges(ctx context.Context, inbox, after int64, limit
 
 // inboxChangesQuery reads through index_queue_by_inbox (migration 0011), not every pending
 // row of every inbox.
-const inboxChangesQuery = "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? AND inbox = ? ORDER BY seq LIMIT ?"
+const inboxChangesQuery = "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? AND inbox = +? ORDER BY seq LIMIT +?"
 
 // IndexChanges returns up to limit queued changes after seq, in order.
 func (s *Store) IndexChanges(ctx context.Context, after int64, limit int) ([]db.IndexChange, error) {
-	return s.indexChanges(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	return s.indexChanges(ctx, "SELECT seq, COALESCE(message, 0), inbox, ts FROM index_queue WHERE seq > ? ORDER BY seq LIMIT +?", after, limit)
 }
 
 func (s *Store) indexChanges(ctx context.Context, query string, args ...any) ([]db.IndexChange, error) {
@@ -142,7 +142,7 @@ func (s *Store) ScanIndexDocs(ctx context.Context, after int64, limit int) ([]db
 	var out []db.IndexDoc
 	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = queryIndexDocs(ctx, tx, "SELECT "+indexDocColumns+" FROM messages m WHERE m.id > ? AND "+searchable+" ORDER BY m.id LIMIT ?", after, limit)
+		out, err = queryIndexDocs(ctx, tx, "SELECT "+indexDocColumns+" FROM messages m WHERE m.id > ? AND "+searchable+" ORDER BY m.id LIMIT +?", after, limit)
 		return err
 	})
 	return out, err

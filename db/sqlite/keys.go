@@ -128,7 +128,7 @@ func (s *Store) storedKey(ctx context.Context, want []byte) (db.StoredKey, sql.N
 		revoked sql.NullInt64
 	)
 	err := s.r.QueryRowContext(ctx, `SELECT k.hash, k.account_id, k.kind, k.scopes, k.inbox_id, k.expires_at, k.revoked_at, a.disabled
-		FROM keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`, want).
+		FROM keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = +?`, want).
 		Scan(&stored, &k.Principal.AccountID, &kind, &scopes, &inboxID, &expires, &revoked, &k.Disabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, expires, db.UnknownKey()
@@ -224,7 +224,7 @@ const keyInfoQuery = `SELECT k.hash, k.prefix, k.account_id, k.kind, k.scopes, C
 func (s *Store) ListKeys(ctx context.Context, accountID string) ([]db.KeyInfo, error) {
 	q, args := keyInfoQuery+" ORDER BY k.id", []any{}
 	if accountID != "" {
-		q, args = keyInfoQuery+" WHERE k.account_id = ? ORDER BY k.id", []any{accountID}
+		q, args = keyInfoQuery+" WHERE k.account_id = +? ORDER BY k.id", []any{accountID}
 	}
 	var out []db.KeyInfo
 	err := s.read(ctx, func(ctx context.Context, tx *sql.Tx) error {

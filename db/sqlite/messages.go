@@ -151,7 +151,7 @@ func insertAttachments(ctx context.Context, tx *sql.Tx, messageRow int64, atts [
 // the Message-IDs ids (db.Tx.ThreadsOf).
 func threadsOf(ctx context.Context, tx *sql.Tx, inboxID int64, ids []string) (map[string]db.ThreadRef, error) {
 	q := `SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = ? AND m.quarantined = 0 AND m.message_id IN (` + placeholders(len(ids)) + ")"
+		WHERE m.inbox_id = +? AND m.quarantined = 0 AND m.message_id IN (` + placeholders(len(ids)) + ")"
 	args := []any{inboxID}
 	for _, c := range ids {
 		args = append(args, c)
@@ -214,7 +214,7 @@ func refreshThread(ctx context.Context, tx *sql.Tx, threadID int64) error {
 // keepThreadLists recomputes the lists a thread row keeps (migration 0007): senders and
 // recipients in order of first appearance, and the union of its messages' labels.
 func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
-	rows, err := tx.QueryContext(ctx, "SELECT from_addr, to_addrs, cc_addrs FROM messages WHERE thread_id = ? ORDER BY ts, id", threadID)
+	rows, err := tx.QueryContext(ctx, "SELECT from_addr, to_addrs, cc_addrs FROM messages WHERE thread_id = +? ORDER BY ts, id", threadID)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func keepThreadLists(ctx context.Context, tx *sql.Tx, threadID int64) error {
 		return err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT DISTINCT l.label FROM message_labels l JOIN messages m ON m.id = l.message_id
-		WHERE m.thread_id = ? ORDER BY l.label`, threadID)
+		WHERE m.thread_id = +? ORDER BY l.label`, threadID)
 	if err != nil {
 		return err
 	}
@@ -286,15 +286,15 @@ func placeholders(n int) string {
 // where appends the filter's conditions on the message alias m.
 func filterWhere(f db.MessageFilter, m string, q *strings.Builder, args *[]any) {
 	if f.Category != "" {
-		q.WriteString(" AND " + m + ".tri_category = ?")
+		q.WriteString(" AND " + m + ".tri_category = +?")
 		*args = append(*args, f.Category)
 	}
 	if f.NeedsReply != "" {
-		q.WriteString(" AND " + m + ".tri_reply = ?")
+		q.WriteString(" AND " + m + ".tri_reply = +?")
 		*args = append(*args, f.NeedsReply)
 	}
 	if f.Urgency != "" {
-		q.WriteString(" AND " + m + ".tri_urgency = ?")
+		q.WriteString(" AND " + m + ".tri_urgency = +?")
 		*args = append(*args, f.Urgency)
 	}
 	if f.HasTriage() {
@@ -388,7 +388,7 @@ func listMessagesQuery(inboxID int64, f db.MessageFilter, c *cursor, limit int) 
 // inbox's messages that pass f as listMessages filters them. It returns the arguments.
 func listWhere(inboxID int64, f db.MessageFilter, q *strings.Builder) []any {
 	args := []any{inboxID}
-	q.WriteString("SELECT " + summaryColumns + messageFrom + " WHERE m.inbox_id = ?")
+	q.WriteString("SELECT " + summaryColumns + messageFrom + " WHERE m.inbox_id = +?")
 	filterWhere(f, "m", q, &args)
 	for _, l := range f.Labels {
 		q.WriteString(" AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = m.id AND l.label = ?)")

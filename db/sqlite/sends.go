@@ -17,7 +17,7 @@ func (s *Store) ClaimOutbound(ctx context.Context, limit int) ([]db.OutboundJob,
 	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.message_id, m.inbox_id, m.message_id, o.recipient, o.attempts,
 		m.from_addr, o.created_at
 		FROM outbound o JOIN messages m ON m.id = o.message_id
-		WHERE o.state = 'ready' AND o.next_at <= ? ORDER BY o.next_at, o.id LIMIT ?`, millis(s.Now()), limit)
+		WHERE o.state = 'ready' AND o.next_at <= ? ORDER BY o.next_at, o.id LIMIT +?`, millis(s.Now()), limit)
 	if err != nil {
 		return nil, storageError(err)
 	}

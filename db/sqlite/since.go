@@ -29,7 +29,7 @@ func (s *Store) MessagesSince(ctx context.Context, inboxID int64, f db.MessageFi
 			args = append(args, id)
 		}
 	}
-	b.WriteString(" ORDER BY m.ts, m.id LIMIT ?")
+	b.WriteString(" ORDER BY m.ts, m.id LIMIT +?")
 	args = append(args, q.Limit)
 	out, err := querySummariesOn(ctx, s.r, b.String(), args...)
 	if err != nil {

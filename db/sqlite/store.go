@@ -59,7 +59,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	// _stmt_cache_size keeps prepared statements per connection: preparing costs as much
-	// as running the small statements of a delivery.
+	// as running the small statements of a delivery. The cache only helps a statement
+	// whose plan does not depend on its bound values, and SQLite (3.54) lets a plan
+	// depend on a limit bound as ?, and on a col = ? in a statement that joins or orders, then
+	// prepares it again whenever go-sqlite3 clears the bindings, which it does at every
+	// use. So the statements here write +? there: the value is the same, SQLite does
+	// not plan by it, and the plan (by index, as before) is made once. A delivery's
+	// event insert and thread lookup were each prepared again per message, about a tenth
+	// of ingest's CPU, and a listMessages page a third of its own (BENCHMARKS.md).
 	common := "_foreign_keys=on&_busy_timeout=10000&_synchronous=NORMAL&_stmt_cache_size=128"
 	// The writer keeps 8 MB of pages (SQLite's default is 2 MB): a delivery touches the
 	// right edge of the time and id indexes and a random page of the Message-ID index, and

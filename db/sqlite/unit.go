@@ -135,7 +135,7 @@ func (u *unit) InboxAccount(inboxID int64) (string, error) {
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
 	var st db.Stored
 	err := u.tx.QueryRowContext(u.ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = ? AND m.message_id = ?`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
+		WHERE m.inbox_id = +? AND m.message_id = +?`, inboxID, messageID).Scan(&st.RowID, &st.MessageID, &st.ThreadID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -72,8 +72,8 @@ func dueHookRows(ctx context.Context, tx *sql.Tx, c db.HookClaim, now time.Time)
 		if room <= 0 {
 			continue
 		}
-		front, err := queryIDs(ctx, tx, `SELECT id FROM webhook_deliveries WHERE webhook_id = ?1 AND status = 'pending'
-			AND next_attempt_at <= ?2 AND claimed_until <= ?2 ORDER BY next_attempt_at, id LIMIT ?3`, w, millis(now), room)
+		front, err := queryIDs(ctx, tx, `SELECT id FROM webhook_deliveries WHERE webhook_id = +?1 AND status = 'pending'
+			AND next_attempt_at <= ?2 AND claimed_until <= ?2 ORDER BY next_attempt_at, id LIMIT +?3`, w, millis(now), room)
 		if err != nil {
 			return nil, err
 		}
