@@ -99,23 +99,15 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	if s.events, err = newEventsRuntime(store, cfg.Streams, log); err != nil {
-		return nil, fmt.Errorf("server: events: %w", err)
-	}
-	if s.mcp, err = s.newMCPHandler(); err != nil {
-		return nil, fmt.Errorf("server: mcp: %w", err)
-	}
-	if s.dash, err = newDashboard(s); err != nil {
-		return nil, fmt.Errorf("server: dashboard: %w", err)
-	}
 	if cfg.TestControls && (cfg.Clock == nil || cfg.Faults == nil) {
 		return nil, fmt.Errorf("server: test controls need the store's clock and the fault rules")
 	}
-	if cfg.TestControls {
-		if s.controls, err = mail.NewControls(store, cfg.Clock, cfg.Faults, log); err != nil {
-			s.events.close()
-			return nil, fmt.Errorf("server: %w", err)
-		}
+	if s.events, err = newEventsRuntime(store, cfg.Streams, log); err != nil {
+		return nil, fmt.Errorf("server: events: %w", err)
+	}
+	if err := s.startHandlers(); err != nil {
+		s.events.close() // nothing else has started yet
+		return nil, err
 	}
 	if cfg.Arrivals != nil {
 		s.lowPriority = newLowPriority()
@@ -125,6 +117,24 @@ func New(store db.Store, svc *mail.Service, v *schema.Validator, cfg Config, log
 	}
 	s.router = s.routes()
 	return s, nil
+}
+
+// startHandlers builds the MCP handler, the dashboard and, if configured, the test
+// controls: the parts of New that can fail once the events runtime runs.
+func (s *Server) startHandlers() error {
+	var err error
+	if s.mcp, err = s.newMCPHandler(); err != nil {
+		return fmt.Errorf("server: mcp: %w", err)
+	}
+	if s.dash, err = newDashboard(s); err != nil {
+		return fmt.Errorf("server: dashboard: %w", err)
+	}
+	if s.cfg.TestControls {
+		if s.controls, err = mail.NewControls(s.store, s.cfg.Clock, s.cfg.Faults, s.log); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close stops what the server runs beside its handlers (the search threads); call it
