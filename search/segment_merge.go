@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -83,6 +84,7 @@ type merger struct {
 	term  []byte
 	docs  []uint32 // one segment's documents of the term
 	pl    segment.PostingsList
+	bm    *roaring.Bitmap // a term's documents read from a segment's file
 	it    segment.PostingsIterator
 	value []byte // the current document's stored values
 }
@@ -290,16 +292,28 @@ func (m *merger) writeStoredValues() error {
 	return nil
 }
 
-// mergeCursor walks one segment's dictionary of a field.
+// mergeCursor walks one segment's dictionary of a field: in its file (file) where it
+// can, through the public interfaces (it) otherwise.
 type mergeCursor struct {
-	in   *mergeInput
-	dict segment.TermDictionary
-	it   segment.DictionaryIterator
-	term string // the current term ("" with done)
-	done bool
+	in    *mergeInput
+	dict  segment.TermDictionary
+	it    segment.DictionaryIterator
+	file  *fileDict
+	term  []byte // the current term (valid until next)
+	value uint64 // with file: the term's value in the dictionary
+	done  bool
 }
 
 func (c *mergeCursor) next() error {
+	if c.file != nil {
+		ok, err := c.file.next()
+		if err != nil || !ok {
+			c.done = true
+			return err
+		}
+		c.term, c.value = c.file.current()
+		return nil
+	}
 	e, err := c.it.Next()
 	if err != nil {
 		return err
@@ -308,7 +322,7 @@ func (c *mergeCursor) next() error {
 		c.done = true
 		return nil
 	}
-	c.term = e.Term
+	c.term = append(c.term[:0], e.Term...)
 	return nil
 }
 
@@ -334,6 +348,8 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 		return 0, err
 	}
 	fl := &m.fields[id]
+	// Fields without frequencies or locations: only their postings' documents are read.
+	bare := fl.opts.SkipFreqNorm() && !fl.opts.IncludeTermVectors()
 	var cursors []*mergeCursor
 	if fl.opts.IsIndexed() {
 		for _, in := range m.ins {
@@ -345,9 +361,16 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 				return 0, err
 			}
 			c := &mergeCursor{in: in, dict: dict}
-			if oc, ok := dict.(omitCount); ok {
+			if bare {
+				if c.file, err = openFileDict(in.seg, fl.name); err != nil {
+					return 0, err
+				}
+			}
+			switch oc, ok := dict.(omitCount); {
+			case c.file != nil:
+			case ok:
 				c.it = oc.AutomatonIteratorOmitCount(nil, nil, nil)
-			} else {
+			default:
 				c.it = dict.AutomatonIterator(nil, nil, nil)
 			}
 			if err := c.next(); err != nil {
@@ -358,8 +381,6 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 			}
 		}
 	}
-	// Fields without frequencies or locations: only their postings' documents are read.
-	bare := fl.opts.SkipFreqNorm() && !fl.opts.IncludeTermVectors()
 	same := make([]*mergeCursor, 0, len(cursors))
 	for n := 0; len(cursors) > 0; n++ {
 		if n%1024 == 1023 && isClosed(m.stop) {
@@ -368,9 +389,9 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 		same = same[:0]
 		for _, c := range cursors {
 			switch {
-			case len(same) == 0 || c.term < same[0].term:
+			case len(same) == 0 || bytes.Compare(c.term, same[0].term) < 0:
 				same = append(same[:0], c)
-			case c.term == same[0].term:
+			case bytes.Equal(c.term, same[0].term):
 				same = append(same, c)
 			}
 		}
@@ -411,6 +432,15 @@ type normBits interface{ NormUint64() uint64 }
 func (m *merger) addPostings(c *mergeCursor, field uint16, bare bool) (lastPosting, error) {
 	var last lastPosting
 	in := c.in
+	if c.file != nil && !isOneHit(c.value) {
+		if m.bm == nil {
+			m.bm = roaring.New()
+		}
+		if err := c.file.bitmap(c.value, m.bm); err != nil {
+			return last, err
+		}
+		return last, m.addDocs(in, m.bm)
+	}
 	pl, err := c.dict.PostingsList(m.term, nil, m.pl)
 	if err != nil {
 		return last, err

@@ -197,3 +197,62 @@ func benchmarkMerge(b *testing.B, merge func([]segment.Segment, []*roaring.Bitma
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*segs*per), "cpu-µs/msg")
 }
+
+// The merge's reader of a persisted segment's dictionaries (segment_merge_file.go) finds
+// the terms and documents the public interfaces give, for every field it reads, in
+// our segments and in zapx's (whose dictionaries hold "1-hit" values, left to the
+// interfaces).
+func TestFileDictionaryReadsWhatTheInterfacesGive(t *testing.T) {
+	docs := analyzedDocs(randomDocs(41, 1500))
+	for name, s := range map[string]segment.Segment{
+		"ours":   persisted(t, ourSegment(t, docs)),
+		"zapx's": persisted(t, zapxSegment(t, analyzedDocs(randomDocs(42, 200)))),
+	} {
+		read := 0
+		for _, field := range s.Fields() {
+			opts := mergeFieldOptions[field]
+			if !opts.SkipFreqNorm() || opts.IncludeTermVectors() {
+				continue
+			}
+			fd, err := openFileDict(s, field)
+			qt.Assert(t, err, qt.IsNil)
+			qt.Assert(t, fd, qt.IsNotNil, qt.Commentf("%s: %s", name, field))
+			dict, err := s.Dictionary(field)
+			qt.Assert(t, err, qt.IsNil)
+			it := dict.AutomatonIterator(nil, nil, nil)
+			for {
+				e, err := it.Next()
+				qt.Assert(t, err, qt.IsNil)
+				ok, err := fd.next()
+				qt.Assert(t, err, qt.IsNil)
+				qt.Assert(t, ok, qt.Equals, e != nil, qt.Commentf("%s: %s", name, field))
+				if e == nil {
+					break
+				}
+				term, value := fd.current()
+				qt.Assert(t, string(term), qt.Equals, e.Term)
+				pl, err := dict.PostingsList(term, nil, nil)
+				qt.Assert(t, err, qt.IsNil)
+				want := roaring.New()
+				pit := pl.Iterator(false, false, false, nil)
+				for p, err := pit.Next(); p != nil || err != nil; p, err = pit.Next() {
+					qt.Assert(t, err, qt.IsNil)
+					want.Add(uint32(p.Number()))
+				}
+				if isOneHit(value) {
+					qt.Assert(t, want.GetCardinality(), qt.Equals, uint64(1))
+					continue
+				}
+				got := roaring.New()
+				qt.Assert(t, fd.bitmap(value, got), qt.IsNil)
+				qt.Assert(t, got.Equals(want), qt.IsTrue, qt.Commentf("%s: %s: %q", name, field, term))
+				read++
+			}
+		}
+		qt.Assert(t, read > 0, qt.IsTrue, qt.Commentf("%s: no postings read from the file", name))
+	}
+	// A segment still in memory has no file to read.
+	fd, err := openFileDict(ourSegment(t, docs), fBody)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, fd, qt.IsNil)
+}
