@@ -60,11 +60,11 @@ func (s *Store) ListThreads(ctx context.Context, inboxID int64, f db.MessageFilt
 	}
 	var q strings.Builder
 	args := []any{inboxID}
-	q.WriteString("SELECT " + threadColumns + " FROM threads t JOIN messages lm ON lm.id = t.last_message WHERE t.inbox_id = ?")
+	q.WriteString("SELECT " + threadColumns + " FROM threads t JOIN messages lm ON lm.id = t.last_message WHERE t.inbox_id = +?")
 	filterWhere(f, "lm", &q, &args)
 	for _, l := range f.Labels {
 		q.WriteString(` AND EXISTS (SELECT 1 FROM messages m JOIN message_labels l ON l.message_id = m.id
-			WHERE m.thread_id = t.id AND l.label = ?)`)
+			WHERE m.thread_id = t.id AND l.label = +?)`)
 		args = append(args, l)
 	}
 	if !f.IncludeTrash {
@@ -212,7 +212,7 @@ func (s *Store) GetThread(ctx context.Context, inboxID int64, threadID string, w
 		if err := fillThreads(ctx, tx, []*threadRow{t}); err != nil {
 			return err
 		}
-		msgs, err := querySummaries(ctx, tx, "SELECT "+summaryColumns+messageFrom+" WHERE m.thread_id = ? ORDER BY m.ts, m.id", t.ID)
+		msgs, err := querySummaries(ctx, tx, "SELECT "+summaryColumns+messageFrom+" WHERE m.thread_id = +? ORDER BY m.ts, m.id", t.ID)
 		if err != nil {
 			return err
 		}
