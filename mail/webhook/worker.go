@@ -117,9 +117,7 @@ func New(cfg Config) *Worker {
 		cfg.Payloads = events.StorePayloads{Store: cfg.Store}
 	}
 	if cfg.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = cfg.PerWebhook
-		cfg.Transport = t
+		cfg.Transport = newTransport(cfg.PerWebhook)
 	}
 	client := &http.Client{Transport: cfg.Transport,
 		// A redirect is the endpoint's answer, a failed attempt: following it would send
