@@ -83,7 +83,15 @@ type Hub struct {
 	floor int64
 	last  int64
 	subs  map[string]map[*Sub]struct{} // by account
+	// ahead holds payloads rendered for the webhook worker (Payloads) of events the hub
+	// has not read yet, by seq, until it reads them: a delivery handed over at commit is
+	// rendered before the hub's next read, which then takes its payload instead of
+	// rendering it again.
+	ahead map[int64][]byte
 }
+
+// aheadMax bounds the payloads kept ahead of the hub's reads: a few reads' worth.
+const aheadMax = 1024
 
 // New returns a hub that starts at the end of the log: Run follows it from there.
 func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
@@ -91,7 +99,8 @@ func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{}}, nil
+	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{},
+		ahead: map[int64][]byte{}}, nil
 }
 
 // Forget drops the events the hub holds, so that a reader behind reads them from the
@@ -100,6 +109,7 @@ func (h *Hub) Forget() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring, h.bytes, h.floor = nil, 0, h.last
+	clear(h.ahead)
 }
 
 // Run tails the log and trims it until ctx ends.
@@ -182,8 +192,9 @@ func (h *Hub) catchUp(ctx context.Context) error {
 // bare, so mail that nobody streams costs no extra read (a stream that later reads them
 // from the ring renders them itself).
 func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
-	wanted := h.wanted(evs)
 	items := bare(evs)
+	h.takeAhead(items)
+	wanted := h.wanted(items)
 	if len(wanted) == 0 {
 		return items, nil
 	}
@@ -201,14 +212,44 @@ func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
 	return items, nil
 }
 
-// wanted returns the indexes of the events whose account someone streams.
-func (h *Hub) wanted(evs []db.Event) []int {
+// takeAhead gives items the payloads rendered ahead of this read, and forgets them.
+func (h *Hub) takeAhead(items []*Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.ahead) == 0 {
+		return
+	}
+	for _, it := range items {
+		if data, ok := h.ahead[it.Seq]; ok {
+			it.Data = data
+			delete(h.ahead, it.Seq)
+		}
+	}
+}
+
+// keepAhead keeps the payloads of items the hub has not read yet (ahead).
+func (h *Hub) keepAhead(items []*Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		if it.Seq > h.last && len(h.ahead) < aheadMax {
+			h.ahead[it.Seq] = it.Data
+		}
+	}
+}
+
+// wanted returns the indexes of the items without a payload whose account someone
+// streams.
+func (h *Hub) wanted(items []*Item) []int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []int
 	streamed := map[string]bool{} // by account, looked up once a page
-	for i := range evs {
-		a := evs[i].AccountID
+	for i, it := range items {
+		if it.Data != nil {
+			continue
+		}
+		a := it.AccountID
 		yes, ok := streamed[a]
 		if !ok {
 			yes = h.streamed(a)
@@ -240,6 +281,11 @@ func (h *Hub) publish(items []*Item) {
 		h.bytes += len(it.Data)
 	}
 	h.last = items[len(items)-1].Seq
+	for seq := range h.ahead { // an event read without its payload kept (Forget came between)
+		if seq <= h.last {
+			delete(h.ahead, seq)
+		}
+	}
 	h.evict()
 	for _, it := range items {
 		for s := range h.subs[it.AccountID] {
