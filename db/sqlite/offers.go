@@ -130,7 +130,7 @@ func (u *unit) eventOf(seq int64) (db.Event, error) {
 		}
 	}
 	gen := u.inboxes.generation()
-	ev, err := db.ScanEvent(u.tx.QueryRowContext(u.ctx, eventRows+" WHERE e.seq = ?", seq))
+	ev, err := db.ScanEvent(u.tx.QueryRowContext(u.ctx, eventRows+" WHERE e.seq = +?", seq))
 	if err == nil {
 		u.inboxes.putAddress(ev.InboxRow, gen, ev.InboxID)
 	}

@@ -27,7 +27,7 @@ type Options struct {
 	// further behind reads the store. Every byte it keeps is live heap under serve's soft
 	// memory limit, which the collector then runs more often to keep: with 4,096 events
 	// (about 11 MB of 2 KB mail) a server with ten streams collected 60% more often per
-	// message than one without (BENCHMARKS.md, Events, "sixth pass").
+	// message than one without (BENCHMARKS.md, Events, "fifth pass").
 	RingEvents int
 	RingBytes  int
 	// Page is how many events one read of the log returns (default 200).
