@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -257,14 +258,21 @@ func (e *Event) Payload(m *Message) ([]byte, error) {
 		p.Recipients = nonNil(e.Recipients)
 	}
 	// As the API writes JSON: a Message-ID keeps its <brackets> readable.
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	b := payloadBuffers.Get().(*bytes.Buffer)
+	defer payloadBuffers.Put(b)
+	b.Reset()
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(p); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	// A copy of its own size: the hub keeps recent payloads (its ring), and a buffer grown
+	// by doubling would keep up to twice that, besides the garbage of each doubling.
+	return bytes.Clone(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
 }
+
+// payloadBuffers are the buffers payloads are encoded in (Payload).
+var payloadBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func withText(m *Message) eventMessage {
 	v := eventMessage{Message: m.FullView(false, false)}

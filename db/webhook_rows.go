@@ -1,6 +1,9 @@
 package db
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The stored webhook row both stores read and write: its filters are JSON arrays, read
 // whole and never queried into, and its times are milliseconds.
@@ -61,16 +64,16 @@ func WebhookValues(w *Webhook) []any {
 }
 
 // ScanHookJob decodes a claimed delivery row: its id, attempt, created time and event
-// seq, then its webhook's columns as ScanWebhook reads them. The event is only its
-// seq until AttachHookEvents.
-func ScanHookJob(r RowScanner, claim string) (HookJob, error) {
+// seq, then its webhook's columns as ScanWebhook reads them; claim and leaseEnds are its
+// lease. The event is only its seq until AttachHookEvents.
+func ScanHookJob(r RowScanner, claim string, leaseEnds time.Time) (HookJob, error) {
 	var j HookJob
 	var created int64
 	wh, err := ScanWebhook(prefixScanner{r, []any{&j.Row, &j.Attempt, &created, &j.Event.Seq}})
 	if err != nil {
 		return j, err
 	}
-	j.Claim, j.Webhook, j.CreatedAt = claim, *wh, FromMillis(created).Time
+	j.Claim, j.LeaseEnds, j.Webhook, j.CreatedAt = claim, leaseEnds, *wh, FromMillis(created).Time
 	return j, nil
 }
 

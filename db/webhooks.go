@@ -311,7 +311,7 @@ func fanOut(tx Tx, a AppendedEvent, eventType string) error {
 		if !hooks[i].Wants(eventType, a.InboxRow) {
 			continue
 		}
-		if err := tx.QueueHookDelivery(hooks[i].Row, a.Seq); err != nil {
+		if err := tx.QueueHookDelivery(&hooks[i], a); err != nil {
 			return err
 		}
 	}
@@ -342,6 +342,12 @@ type Webhooks interface {
 	// ReleaseHookDelivery gives back a claimed delivery without recording an attempt (one
 	// cut short by a stop), so that it can be claimed again at once.
 	ReleaseHookDelivery(ctx context.Context, j HookJob) error
+	// OfferHookDeliveries has this store's units of work lease the deliveries they queue
+	// to t as they queue them, as far as t has room (HookTaker.Reserve), and hand them to
+	// t once they have committed, until stop is called: t then makes them without claiming
+	// them. A delivery t had no room for is queued unleased, to be claimed. ok is false
+	// when the store offers nothing (every delivery is claimed); stop is then a no-op.
+	OfferHookDeliveries(t HookTaker) (stop func(), ok bool)
 	// NextHookDue reports when the earliest pending delivery of an enabled webhook comes
 	// due (or its lease ends), and false when none is pending.
 	NextHookDue(ctx context.Context) (time.Time, bool, error)
@@ -367,11 +373,31 @@ func (c HookClaim) Room(webhookRow int64, picked int) int {
 // HookJob is a claimed delivery.
 type HookJob struct {
 	Row       int64
-	Claim     string // the lease's token; FinishHookDeliveries checks it
+	Claim     string    // the lease's token; FinishHookDeliveries checks it
+	LeaseEnds time.Time // the end of the lease as recorded (or a little earlier)
 	Webhook   Webhook
 	Event     Event
 	Attempt   int // attempts made before this one
 	CreatedAt time.Time
+}
+
+// HookTaker takes deliveries leased to it in the units of work that queue them
+// (Webhooks.OfferHookDeliveries), so that it makes them without claiming them. The store
+// calls Reserve and Missed inside a unit of work and Take or Cancel once the unit is done:
+// none of them may block, nor call the store but for EventsCommitted.
+type HookTaker interface {
+	// Reserve reports whether the taker has room for one more delivery to webhook row,
+	// and keeps the room until Take or Cancel; lease is how long the unit leases it.
+	Reserve(webhookRow int64) (lease time.Duration, ok bool)
+	// Take hands over reserved deliveries once their unit of work has committed.
+	Take(jobs []HookJob)
+	// Cancel gives back the room of reserved deliveries (one webhook row each) whose unit
+	// of work rolled back or runs again.
+	Cancel(webhookRows []int64)
+	// Missed tells that a unit of work queued a delivery without offering it (a write of
+	// the store's own that hands nothing over: a local delivery's copy, a delivery record's
+	// change): the taker claims it once the unit has committed, as one Reserve refused.
+	Missed()
 }
 
 // HookAttempt is an attempt made, to record: the claimed delivery and what came of it.
@@ -415,7 +441,7 @@ type WebhookTx interface {
 	// changes and those committed before it. The caller must not change them: a store may
 	// share them between units.
 	EnabledWebhooks(accountID string) ([]Webhook, error)
-	// QueueHookDelivery queues the delivery of event seq to a webhook, due at the unit's
-	// Now.
-	QueueHookDelivery(webhookRow, seq int64) error
+	// QueueHookDelivery queues the delivery of event a to webhook w (one of
+	// EnabledWebhooks), due at the unit's Now.
+	QueueHookDelivery(w *Webhook, a AppendedEvent) error
 }

@@ -105,8 +105,8 @@ func collectWebhooks(rows pgx.Rows) ([]db.Webhook, error) {
 	return db.ScanWebhooks(rows)
 }
 
-func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {
+func (u *unit) QueueHookDelivery(w *db.Webhook, a db.AppendedEvent) error {
 	_, err := u.exec(`INSERT INTO webhook_deliveries(webhook_id, event_seq, status, created_at, next_attempt_at)
-		VALUES ($1, $2, 'pending', $3, $3)`, webhookRow, seq, millis(u.now))
+		VALUES ($1, $2, 'pending', $3, $3)`, w.Row, a.Seq, millis(u.now))
 	return err
 }

@@ -123,11 +123,12 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.H
 		if err != nil || len(ids) == 0 {
 			return err
 		}
+		until := millis(w.now.Add(c.Lease))
 		if _, err := w.exec("UPDATE webhook_deliveries SET claimed_until = $1, claim = $2 WHERE id = ANY($3)",
-			millis(w.now.Add(c.Lease)), token, ids); err != nil {
+			until, token, ids); err != nil {
 			return err
 		}
-		jobs, err = w.loadHookJobs(ids, token)
+		jobs, err = w.loadHookJobs(ids, token, time.UnixMilli(until))
 		return err
 	})
 	return jobs, err
@@ -170,13 +171,13 @@ func (w *wtx) dueHookRows(c db.HookClaim) ([]int64, error) {
 }
 
 // loadHookJobs reads the claimed rows with their webhooks and events.
-func (w *wtx) loadHookJobs(ids []int64, token string) ([]db.HookJob, error) {
+func (w *wtx) loadHookJobs(ids []int64, token string, leaseEnds time.Time) ([]db.HookJob, error) {
 	rows, err := w.query("SELECT d.id, d.attempt, d.created_at, d.event_seq, "+db.WebhookColumns+
 		" FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ANY($1) ORDER BY d.id", ids)
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token) })
+	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token, leaseEnds) })
 	rows.Close()
 	if err != nil {
 		return nil, err
@@ -237,6 +238,10 @@ func (s *Store) ReleaseHookDelivery(ctx context.Context, j db.HookJob) error {
 		return err
 	})
 }
+
+// OfferHookDeliveries offers nothing: every delivery is claimed, by whichever process
+// sharing the database has room first.
+func (s *Store) OfferHookDeliveries(db.HookTaker) (func(), bool) { return func() {}, false }
 
 // NextHookDue reports when the earliest pending delivery of an enabled webhook can be
 // claimed: when it is due, or when its lease ends.

@@ -25,6 +25,7 @@ type eventSignal struct {
 	db.Signal
 	arrivals db.Arrivals
 	hooks    hookCache
+	offers   hookOffers // where units of work hand over webhook deliveries (offers.go)
 }
 
 // fireIfAppended wakes the readers when events were appended since the last firing. A
@@ -35,24 +36,23 @@ func (e *eventSignal) fireIfAppended() {
 	}
 }
 
-// appendEvent appends e in tx and marks sig to fire after the commit.
-func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEvent) (db.AppendedEvent, error) {
+// appendEvent appends e in tx and marks sig to fire after the commit; id is the event's.
+func appendEvent(ctx context.Context, tx *sql.Tx, sig *eventSignal, e db.NewEvent) (a db.AppendedEvent, id string, err error) {
 	detail, err := db.EventDetail(e)
 	if err != nil {
-		return db.AppendedEvent{}, err
+		return a, "", err
 	}
-	var a db.AppendedEvent
-	id := newRowUUID()
+	id = newRowUUID()
 	err = tx.QueryRowContext(ctx, `INSERT INTO events(event_id, account_id, inbox_id, type, occurred_at, message_row, message_id, thread_id, detail)
 		SELECT ?, i.account_id, m.inbox_id, ?, ?, m.id, m.message_id, (SELECT t.uuid FROM threads t WHERE t.id = m.thread_id), ?
 		FROM messages m JOIN inboxes i ON i.id = m.inbox_id WHERE m.id = +? RETURNING seq, account_id, inbox_id`,
 		id, e.Type, millis(e.OccurredAt), detail, e.MessageRow).Scan(&a.Seq, &a.AccountID, &a.InboxRow)
 	if err != nil {
-		return a, err
+		return a, "", err
 	}
 	sig.appended.Store(true)
 	sig.arrivals.Put(id, e.Message)
-	return a, nil
+	return a, id, nil
 }
 
 // EventsCommitted returns a channel closed when events are next committed.
@@ -61,12 +61,15 @@ func (s *Store) EventsCommitted() <-chan struct{} { return s.events.Wait() }
 // Arrivals returns the messages of the events this process appended a moment ago.
 func (s *Store) Arrivals() *db.Arrivals { return &s.events.arrivals }
 
+// eventRows are the columns db.ScanEvent reads, of events e joined with inboxes i.
+const eventRows = `SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
+		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id`
+
 // Events returns up to limit events after seq that pass f, in commit order.
 func (s *Store) Events(ctx context.Context, after int64, f db.EventFilter, limit int) ([]db.Event, error) {
 	var q strings.Builder
 	args := []any{after}
-	q.WriteString(`SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
-		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id WHERE e.seq > ?`)
+	q.WriteString(eventRows + " WHERE e.seq > ?")
 	if f.AccountID != "" {
 		q.WriteString(" AND e.account_id = +?")
 		args = append(args, f.AccountID)

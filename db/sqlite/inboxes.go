@@ -190,6 +190,39 @@ type inboxCache struct {
 	mu  sync.RWMutex
 	gen uint64
 	m   map[string]inboxEntry
+	// addresses are the addresses of inbox rows, for the events of deliveries handed
+	// over at commit (offers.go): a row's address never changes, but the test controls'
+	// reset deletes inboxes, and a row may then come back with another.
+	addresses map[int64]addressEntry
+}
+
+type addressEntry struct {
+	address string
+	until   time.Time
+}
+
+// addressOf returns the address of inbox row when kept.
+func (c *inboxCache) addressOf(row int64) (string, bool) {
+	c.mu.RLock()
+	e, ok := c.addresses[row]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.until) {
+		return "", false
+	}
+	return e.address, true
+}
+
+// putAddress keeps the address of inbox row, read at generation gen.
+func (c *inboxCache) putAddress(row int64, gen uint64, address string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.addresses == nil || len(c.addresses) >= 10000 {
+		c.addresses = map[int64]addressEntry{}
+	}
+	c.addresses[row] = addressEntry{address: address, until: time.Now().Add(inboxCacheTTL)}
 }
 
 type inboxEntry struct {
@@ -228,6 +261,6 @@ func (c *inboxCache) put(addr string, gen uint64, in *db.Inbox) {
 func (c *inboxCache) invalidate() {
 	c.mu.Lock()
 	c.gen++
-	c.m = nil
+	c.m, c.addresses = nil, nil
 	c.mu.Unlock()
 }

@@ -12,11 +12,17 @@ import (
 // Update runs a unit of work (db.Units) as one write: it shares the group commit with the
 // other writes (write.go), so fn may run twice, as db.Units says.
 func (s *Store) Update(ctx context.Context, fn func(tx db.Tx) error) error {
-	u := &unit{now: s.Now(), events: &s.events}
+	u := &unit{now: s.Now(), events: &s.events, offers: &s.events.offers, inboxes: &s.inboxes}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		u.ctx, u.tx = ctx, tx
+		u.cancelHandoff() // a run before this one was rolled back
 		return fn(u)
 	})
+	if err == nil {
+		u.handOver()
+	} else {
+		u.cancelHandoff()
+	}
 	if u.inboxesChanged {
 		s.inboxes.invalidate()
 	}
@@ -48,6 +54,15 @@ type unit struct {
 	now time.Time
 
 	events *eventSignal // fired once the unit's appended events commit
+	// offers is where the deliveries the unit queues are offered (offers.go), nil for a
+	// write that hands over nothing (it tells the taker it missed them); handoff is what
+	// it leased.
+	offers  *hookOffers
+	handoff handoff
+	// appended is the event the unit appended last, which the deliveries queued after it
+	// are of (db.RecordEvent); inboxes knows the addresses of the inboxes.
+	appended appendedEvent
+	inboxes  *inboxCache
 
 	inboxesChanged bool // the store's inbox cache is cleared once the unit is done
 	keysChanged    bool // and its auth cache (keys.go)
@@ -217,7 +232,9 @@ func (u *unit) DeleteMessage(messageRow int64) error {
 }
 
 func (u *unit) AppendEvent(e db.NewEvent) (db.AppendedEvent, error) {
-	return appendEvent(u.ctx, u.tx, u.events, e)
+	a, id, err := appendEvent(u.ctx, u.tx, u.events, e)
+	u.appended = appendedEvent{AppendedEvent: a, id: id, e: e}
+	return a, err
 }
 
 func (u *unit) Audit(e db.AuditEntry) error { return audit(u.ctx, u.tx, u.now, e) }

@@ -35,11 +35,12 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c db.HookClaim) ([]db.H
 	var jobs []db.HookJob
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		jobs = nil
-		ids, err := leaseHookRows(ctx, tx, picked, now, now.Add(c.Lease), token)
+		until := now.Add(c.Lease)
+		ids, err := leaseHookRows(ctx, tx, picked, now, until, token)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		jobs, err = loadHookJobs(ctx, tx, ids, token)
+		jobs, err = loadHookJobs(ctx, tx, ids, token, time.UnixMilli(millis(until)))
 		return err
 	})
 	if err != nil {
@@ -126,13 +127,13 @@ func webhooksWithDue(ctx context.Context, tx *sql.Tx, now time.Time) ([]int64, e
 }
 
 // loadHookJobs reads the claimed rows with their webhooks and events.
-func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]db.HookJob, error) {
+func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string, leaseEnds time.Time) ([]db.HookJob, error) {
 	rows, err := tx.QueryContext(ctx, "SELECT d.id, d.attempt, d.created_at, d.event_seq, "+db.WebhookColumns+
 		" FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id IN ("+placeholders(len(ids))+") ORDER BY d.id", ids...)
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token) })
+	jobs, err := db.ScanRows(rows, func(r db.RowScanner) (db.HookJob, error) { return db.ScanHookJob(r, token, leaseEnds) })
 	rows.Close()
 	if err != nil {
 		return nil, err
@@ -146,8 +147,7 @@ func loadHookJobs(ctx context.Context, tx *sql.Tx, ids []any, token string) ([]d
 }
 
 func eventsBySeq(ctx context.Context, tx *sql.Tx, seqs []any) (map[int64]db.Event, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT e.seq, e.event_id, e.account_id, e.inbox_id, i.address, e.type, e.occurred_at, e.message_row,
-		e.message_id, e.thread_id, e.detail FROM events e JOIN inboxes i ON i.id = e.inbox_id WHERE e.seq IN (`+placeholders(len(seqs))+")", seqs...)
+	rows, err := tx.QueryContext(ctx, eventRows+" WHERE e.seq IN ("+placeholders(len(seqs))+")", seqs...)
 	if err != nil {
 		return nil, err
 	}

@@ -80,9 +80,13 @@ func (u *unit) EnabledWebhooks(accountID string) ([]db.Webhook, error) {
 	return hooks, err
 }
 
-func (u *unit) QueueHookDelivery(webhookRow, seq int64) error {
-	_, err := u.tx.ExecContext(u.ctx, `INSERT INTO webhook_deliveries(webhook_id, event_seq, status, created_at, next_attempt_at)
-		VALUES (?, ?, 'pending', ?, ?)`, webhookRow, seq, millis(u.now), millis(u.now))
+func (u *unit) QueueHookDelivery(w *db.Webhook, a db.AppendedEvent) error {
+	until, token, ev, leased := u.reserveHandoff(w, a.Seq)
+	res, err := u.tx.ExecContext(u.ctx, `INSERT INTO webhook_deliveries(webhook_id, event_seq, status, created_at, next_attempt_at, claimed_until, claim)
+		VALUES (?, ?, 'pending', ?, ?, ?, ?)`, w.Row, a.Seq, millis(u.now), millis(u.now), until, token)
+	if leased {
+		u.queuedHandoff(res, w, ev, until, err)
+	}
 	return err
 }
 

@@ -45,8 +45,101 @@ func (e *env) finish(j db.HookJob, o db.HookOutcome) (bool, error) {
 	return kept[0], nil
 }
 
+// taker is a db.HookTaker with room for a number of deliveries in all, recording what it
+// is told.
+type taker struct {
+	mu       sync.Mutex
+	room     int
+	reserved int
+	took     []db.HookJob
+	canceled int
+}
+
+func (t *taker) Reserve(int64) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reserved+len(t.took) >= t.room { // what it took stays held
+		return 0, false
+	}
+	t.reserved++
+	return time.Minute, true
+}
+
+func (t *taker) Take(jobs []db.HookJob) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reserved -= len(jobs)
+	t.took = append(t.took, jobs...)
+}
+
+func (t *taker) Missed() {}
+
+func (t *taker) Cancel(rows []int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reserved -= len(rows)
+	t.canceled += len(rows)
+}
+
 func webhookTests() []test {
 	return []test{
+		{"deliveries offered as they are queued are leased to the taker and handed over once committed, as a claim gives them", func(e *env) {
+			t := &taker{room: 2}
+			stop, ok := e.st.OfferHookDeliveries(t)
+			defer stop()
+			if !ok {
+				return // the store offers nothing: every delivery is claimed (the tests below)
+			}
+			w := e.hook(nil)
+			e.receive(e.mail(e.inbox, "<a@far.test>"), e.mail(e.inbox, "<b@far.test>"), e.mail(e.inbox, "<c@far.test>"))
+			e.Assert(t.took, qt.HasLen, 2)
+			e.Assert(t.reserved, qt.Equals, 0)
+			evs, err := e.st.Events(e.ctx, 0, db.EventFilter{AccountID: "acme"}, 10)
+			e.Assert(err, qt.IsNil)
+			e.Assert(evs, qt.HasLen, 3)
+			for i, j := range t.took {
+				e.Assert(j.Event, qt.DeepEquals, evs[i], qt.Commentf("the event as the log reads it"))
+				e.Assert(j.Webhook.WebhookID, qt.Equals, w.WebhookID)
+				e.Assert(j.Webhook.Secret, qt.Equals, w.Secret)
+				e.Assert(j.Attempt, qt.Equals, 0)
+				e.Assert(j.LeaseEnds.After(e.clock().Add(50*time.Second)), qt.IsTrue)
+			}
+			// The third had no room: it is queued unleased, and claimed; the two handed over
+			// are leased and not claimed.
+			claimed := e.claimHooks(nil)
+			e.Assert(claimed, qt.HasLen, 1)
+			e.Assert(claimed[0].Event, qt.DeepEquals, evs[2])
+			kept, err := e.finish(t.took[0], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
+			e.Assert(err, qt.IsNil)
+			e.Assert(kept, qt.IsTrue)
+			_, err = e.finish(t.took[1], db.HookOutcome{At: e.clock(), Status: db.HookDelivered, ResponseStatus: 204})
+			e.Assert(err, qt.IsNil)
+			statuses := map[string]string{}
+			for _, d := range e.deliveries(w) {
+				statuses[d.EventID] = d.Status
+			}
+			e.Assert(statuses, qt.DeepEquals, map[string]string{evs[0].EventID: db.HookDelivered, evs[1].EventID: db.HookDelivered,
+				evs[2].EventID: db.HookPending})
+
+			// A unit of work that fails after queueing hands nothing over and gives its room back.
+			t.took = nil
+			failed := errors.New("the unit fails after storing")
+			m := e.mail(e.inbox, "<d@far.test>")
+			err = e.st.Update(e.ctx, func(tx db.Tx) error {
+				if _, err := db.StoreMessage(tx, e.st.Prepare(&m)); err != nil {
+					return err
+				}
+				return failed
+			})
+			e.Assert(err, qt.ErrorIs, failed)
+			e.Assert(t.took, qt.HasLen, 0)
+			e.Assert(t.reserved, qt.Equals, 0)
+			e.Assert(t.canceled >= 1, qt.IsTrue)
+			stop()
+			e.receive(e.mail(e.inbox, "<e@far.test>")) // no taker: claimed
+			e.Assert(t.took, qt.HasLen, 0)
+			e.Assert(e.claimHooks(map[int64]int{}), qt.HasLen, 1)
+		}},
 		{"a webhook is created enabled, with a secret, and read back", func(e *env) {
 			w := e.hook(nil)
 			e.Assert(w.Enabled, qt.IsTrue)

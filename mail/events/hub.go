@@ -21,8 +21,13 @@ type Store interface {
 
 // Options tune a Hub; the zero value is the default everywhere.
 type Options struct {
-	// RingEvents and RingBytes bound the ring of recent events (default 4,096 events and
-	// 32 MiB of payloads): a payload may carry 64 KiB of text.
+	// RingEvents and RingBytes bound the ring of recent events (default 1,024 events and
+	// 4 MiB of payloads; a payload may carry 64 KiB of text). The ring serves streams a
+	// moment behind the hub (a page is 25 ms) and streams that reconnect at once; one
+	// further behind reads the store. Every byte it keeps is live heap under serve's soft
+	// memory limit, which the collector then runs more often to keep: with 4,096 events
+	// (about 11 MB of 2 KB mail) a server with ten streams collected 60% more often per
+	// message than one without (BENCHMARKS.md, Events, "fifth pass").
 	RingEvents int
 	RingBytes  int
 	// Page is how many events one read of the log returns (default 200).
@@ -41,10 +46,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.RingEvents <= 0 {
-		o.RingEvents = 4096
+		o.RingEvents = 1024
 	}
 	if o.RingBytes <= 0 {
-		o.RingBytes = 32 << 20
+		o.RingBytes = 4 << 20
 	}
 	if o.Page <= 0 {
 		o.Page = 200
@@ -83,7 +88,15 @@ type Hub struct {
 	floor int64
 	last  int64
 	subs  map[string]map[*Sub]struct{} // by account
+	// ahead holds payloads rendered for the webhook worker (Payloads) of events the hub
+	// has not read yet, by seq, until it reads them: a delivery handed over at commit is
+	// rendered before the hub's next read, which then takes its payload instead of
+	// rendering it again.
+	ahead map[int64][]byte
 }
+
+// aheadMax bounds the payloads kept ahead of the hub's reads: a few reads' worth.
+const aheadMax = 1024
 
 // New returns a hub that starts at the end of the log: Run follows it from there.
 func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
@@ -91,7 +104,8 @@ func New(ctx context.Context, store Store, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{}}, nil
+	return &Hub{store: store, opts: opts.withDefaults(), floor: last, last: last, subs: map[string]map[*Sub]struct{}{},
+		ahead: map[int64][]byte{}}, nil
 }
 
 // Forget drops the events the hub holds, so that a reader behind reads them from the
@@ -100,6 +114,7 @@ func (h *Hub) Forget() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring, h.bytes, h.floor = nil, 0, h.last
+	clear(h.ahead)
 }
 
 // Run tails the log and trims it until ctx ends.
@@ -182,8 +197,9 @@ func (h *Hub) catchUp(ctx context.Context) error {
 // bare, so mail that nobody streams costs no extra read (a stream that later reads them
 // from the ring renders them itself).
 func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
-	wanted := h.wanted(evs)
 	items := bare(evs)
+	h.takeAhead(items)
+	wanted := h.wanted(items)
 	if len(wanted) == 0 {
 		return items, nil
 	}
@@ -201,14 +217,44 @@ func (h *Hub) prepare(ctx context.Context, evs []db.Event) ([]*Item, error) {
 	return items, nil
 }
 
-// wanted returns the indexes of the events whose account someone streams.
-func (h *Hub) wanted(evs []db.Event) []int {
+// takeAhead gives items the payloads rendered ahead of this read, and forgets them.
+func (h *Hub) takeAhead(items []*Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.ahead) == 0 {
+		return
+	}
+	for _, it := range items {
+		if data, ok := h.ahead[it.Seq]; ok {
+			it.Data = data
+			delete(h.ahead, it.Seq)
+		}
+	}
+}
+
+// keepAhead keeps the payloads of items the hub has not read yet (ahead).
+func (h *Hub) keepAhead(items []*Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		if it.Seq > h.last && len(h.ahead) < aheadMax {
+			h.ahead[it.Seq] = it.Data
+		}
+	}
+}
+
+// wanted returns the indexes of the items without a payload whose account someone
+// streams.
+func (h *Hub) wanted(items []*Item) []int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []int
 	streamed := map[string]bool{} // by account, looked up once a page
-	for i := range evs {
-		a := evs[i].AccountID
+	for i, it := range items {
+		if it.Data != nil {
+			continue
+		}
+		a := it.AccountID
 		yes, ok := streamed[a]
 		if !ok {
 			yes = h.streamed(a)
@@ -240,6 +286,11 @@ func (h *Hub) publish(items []*Item) {
 		h.bytes += len(it.Data)
 	}
 	h.last = items[len(items)-1].Seq
+	for seq := range h.ahead { // an event read without its payload kept (Forget came between)
+		if seq <= h.last {
+			delete(h.ahead, seq)
+		}
+	}
 	h.evict()
 	for _, it := range items {
 		for s := range h.subs[it.AccountID] {

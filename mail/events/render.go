@@ -83,6 +83,7 @@ func (h *Hub) Payloads(ctx context.Context, evs []db.Event) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.keepAhead(items)
 	for j, i := range at {
 		out[i] = items[j].Data
 	}

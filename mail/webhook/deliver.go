@@ -22,11 +22,14 @@ const maxAnswer = 64 << 10
 // which the slot's next attempt need not wait for (the delivery stays leased until then,
 // so it is not claimed again). attempts tracks the recording.
 func (w *Worker) deliver(ctx context.Context, attempts *sync.WaitGroup, j job) {
-	if w.cfg.Store.Now().Add(w.cfg.Timeout).After(j.leaseEnds) {
+	if w.cfg.Store.Now().Add(w.cfg.Timeout).After(j.LeaseEnds) {
 		// It waited for a slot so long that its lease could end mid-attempt, and another
 		// worker could make it at the same time: given back, it is claimed again at once.
 		w.giveBack(ctx, j)
 		return
+	}
+	if !j.rendered {
+		j.body, j.renderErr = w.payload(ctx, j.HookJob)
 	}
 	o, ok := w.attempt(ctx, j)
 	if !ok { // cut short by a stop: the next start makes it again, at once
@@ -72,24 +75,32 @@ func (w *Worker) recordAll(ctx context.Context) {
 		for i := range batch {
 			done[i] = batch[i].HookAttempt
 		}
-		w.record(ctx, done)
-		w.wakeClaimer() // a retry is due from now on, not from when its lease ends
+		if !w.record(ctx, done) {
+			// A retry is due from its next attempt on, not from when its lease ends;
+			// an attempt not recorded is due again when its lease ends.
+			w.markDue()
+			w.wakeClaimer()
+		}
 		for _, u := range batch {
 			u.attempts.Done()
 		}
 	}
 }
 
-// record records attempts and counts them; it outlives a stop, within finishTimeout.
-func (w *Worker) record(ctx context.Context, batch []db.HookAttempt) {
+// record records attempts and counts them; it outlives a stop, within finishTimeout. It
+// reports whether every attempt was recorded as delivered: nothing of them is left to
+// claim.
+func (w *Worker) record(ctx context.Context, batch []db.HookAttempt) (allDelivered bool) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	kept, err := w.cfg.Store.FinishHookDeliveries(fctx, batch)
 	if err != nil {
 		w.cfg.Log.Error("webhooks: record attempts; they are made again when their leases end", "attempts", len(batch), "err", err)
-		return
+		return false
 	}
+	allDelivered = true
 	for i, a := range batch {
+		allDelivered = allDelivered && a.Outcome.Status == db.HookDelivered
 		if !kept[i] {
 			continue // the lease ran out, or the webhook or event is gone: not this worker's to count
 		}
@@ -104,6 +115,7 @@ func (w *Worker) record(ctx context.Context, batch []db.HookAttempt) {
 				"attempts", a.Job.Attempt+1, "err", a.Outcome.Error)
 		}
 	}
+	return allDelivered
 }
 
 // giveBack ends the lease of a delivery without an attempt, so that it is due at once.
@@ -113,6 +125,8 @@ func (w *Worker) giveBack(ctx context.Context, j job) {
 	if err := w.cfg.Store.ReleaseHookDelivery(fctx, j.HookJob); err != nil {
 		w.cfg.Log.Warn("webhooks: give back a delivery; it is due again when its lease ends", "event", j.Event.EventID, "err", err)
 	}
+	w.markDue()
+	w.wakeClaimer()
 }
 
 // attempt POSTs the event and says what came of it; false when ctx ended meanwhile.
@@ -136,6 +150,15 @@ func (w *Worker) attempt(ctx context.Context, j job) (db.HookOutcome, bool) {
 		o.Status = db.HookFailed
 	}
 	return o, true
+}
+
+// payload renders the event of one job (payloads).
+func (w *Worker) payload(ctx context.Context, j db.HookJob) ([]byte, error) {
+	bodies, err := w.payloads(ctx, []db.HookJob{j})
+	if err != nil {
+		return nil, err
+	}
+	return bodies[0], nil
 }
 
 // payloads renders the claimed jobs' events, in one read of their messages (or none, for

@@ -17,30 +17,35 @@ import (
 // given back instead of made.
 const claimAhead = 4
 
-// job is a claimed delivery with its payload, rendered when it was claimed.
+// job is a claimed delivery with its payload, rendered when it was claimed or, for one
+// handed over, before its attempt.
 type job struct {
 	db.HookJob
+	rendered  bool
 	body      []byte
-	renderErr error     // the payload could not be rendered: the attempt fails, to be retried
-	leaseEnds time.Time // no later than the lease the store recorded
+	renderErr error // the payload could not be rendered: the attempt fails, to be retried
 }
 
 // claim claims what the held deliveries leave room for and starts an attempt for each
 // that a free slot allows; the others wait for a slot. It reports whether it claimed any.
 func (w *Worker) claim(ctx context.Context, attempts *sync.WaitGroup) bool {
-	c, ok := w.claimRequest()
+	c, passed, ok := w.claimRequest()
 	if !ok {
 		return false
 	}
-	leaseEnds := w.cfg.Store.Now().Add(c.Lease) // the store reads its clock after this
 	jobs, err := w.cfg.Store.ClaimHookDeliveries(ctx, c)
 	if err != nil {
 		w.cfg.Log.Error("webhooks: claim deliveries", "err", err)
 		return false
 	}
 	bodies, renderErr := w.payloads(ctx, jobs)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(jobs) == 0 && !passed {
+		w.backlog = false // nothing it had no room for is left
+	}
 	for i := range jobs {
-		j := job{HookJob: jobs[i], renderErr: renderErr, leaseEnds: leaseEnds}
+		j := job{HookJob: jobs[i], rendered: true, renderErr: renderErr}
 		if renderErr == nil {
 			j.body = bodies[i]
 		}
@@ -54,28 +59,113 @@ func (w *Worker) claim(ctx context.Context, attempts *sync.WaitGroup) bool {
 
 // claimRequest is the claim that what the worker holds leaves room for: up to
 // PerWebhook x claimAhead of each webhook, nothing of a webhook that holds more than
-// PerWebhook still; false when the worker holds all it may.
-func (w *Worker) claimRequest() (db.HookClaim, bool) {
+// PerWebhook still (passed reports such a webhook); false when the worker holds all it
+// may.
+func (w *Worker) claimRequest() (c db.HookClaim, passed, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	perWebhook := w.cfg.PerWebhook * claimAhead
-	room := w.cfg.MaxInFlight*claimAhead - w.held
+	room := w.cfg.MaxInFlight*claimAhead - w.held - w.reservedAll
 	if room <= 0 {
-		return db.HookClaim{}, false
+		return db.HookClaim{}, true, false
 	}
-	held := make(map[int64]int, len(w.busy)+len(w.waiting))
-	for row := range w.busy {
-		held[row] = w.heldOf(row)
+	held := make(map[int64]int, len(w.busy)+len(w.waiting)+len(w.reserved))
+	for _, rows := range []map[int64]int{w.busy, w.reserved} {
+		for row := range rows {
+			held[row] = w.heldOf(row)
+		}
 	}
 	for row := range w.waiting {
 		held[row] = w.heldOf(row)
 	}
 	for row, n := range held {
 		if n > w.cfg.PerWebhook {
-			held[row] = perWebhook // enough for now: claimed for again once it drains
+			held[row], passed = perWebhook, true // enough for now: claimed for again once it drains
 		}
 	}
-	return db.HookClaim{Limit: room, PerWebhook: perWebhook, Busy: held, Lease: w.cfg.Lease}, true
+	return db.HookClaim{Limit: room, PerWebhook: perWebhook, Busy: held, Lease: w.cfg.Lease}, passed, true
+}
+
+// Reserve makes room for a delivery the store queues leased to the worker (db.HookTaker),
+// within the bounds of a claim: PerWebhook x claimAhead of the webhook, MaxInFlight x
+// claimAhead in all. Without room the delivery is queued unleased, and the next wake
+// claims.
+func (w *Worker) Reserve(webhookRow int64) (time.Duration, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.run == nil || w.held+w.reservedAll >= w.cfg.MaxInFlight*claimAhead || w.heldOf(webhookRow) >= w.cfg.PerWebhook*claimAhead {
+		w.refused()
+		return 0, false
+	}
+	w.reserved[webhookRow]++
+	w.reservedAll++
+	return w.cfg.Lease, true
+}
+
+// Missed notes a delivery queued without being offered (db.HookTaker): claimed once its
+// unit of work has committed.
+func (w *Worker) Missed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refused()
+}
+
+// refused notes a delivery queued unleased by a unit of work still running: the worker
+// claims once it has committed. It is told inside the unit, so the store's next
+// EventsCommitted taken now closes after that commit (the unit appended its event); one
+// taken for an earlier refusal does too while it is still open. Call with w.mu.
+func (w *Worker) refused() {
+	w.backlog = true
+	select {
+	case <-w.afterRefusal: // nil blocks: none taken yet
+		w.afterRefusal = w.cfg.Store.EventsCommitted()
+	default:
+		if w.afterRefusal == nil {
+			w.afterRefusal = w.cfg.Store.EventsCommitted()
+		}
+	}
+	w.wakeClaimer() // Run waits on it from now on
+}
+
+// Take takes the deliveries the store reserved room for and leased to the worker, once
+// their unit of work has committed (db.HookTaker): each is started when a slot of its
+// webhook is free, else it waits for one. Their payloads are rendered before their
+// attempts, not here: the caller is ingest. After Run has ended they are given back.
+func (w *Worker) Take(jobs []db.HookJob) {
+	w.mu.Lock()
+	var back []job
+	for i := range jobs {
+		w.unreserve(jobs[i].Webhook.Row)
+		j := job{HookJob: jobs[i]}
+		switch {
+		case w.run == nil:
+			back = append(back, j)
+		case w.hold(j):
+			w.run.attempts.Add(1)
+			go w.serve(w.run.ctx, w.run.attempts, j)
+		}
+	}
+	w.mu.Unlock()
+	for _, j := range back {
+		w.giveBack(context.Background(), j)
+	}
+}
+
+// Cancel gives back the room of deliveries that were not queued after all (db.HookTaker).
+func (w *Worker) Cancel(webhookRows []int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, row := range webhookRows {
+		w.unreserve(row)
+	}
+}
+
+// unreserve ends the reservation of a delivery to webhook row. Call with w.mu.
+func (w *Worker) unreserve(row int64) {
+	if w.reserved[row]--; w.reserved[row] <= 0 {
+		delete(w.reserved, row)
+	}
+	w.reservedAll--
 }
 
 // wakeClaimer wakes Run to claim again, without ever blocking.
@@ -86,14 +176,13 @@ func (w *Worker) wakeClaimer() {
 	}
 }
 
-// heldOf is how many deliveries of a webhook the worker holds. Call with w.mu.
-func (w *Worker) heldOf(row int64) int { return w.busy[row] + len(w.waiting[row]) }
+// heldOf is how many deliveries of a webhook the worker holds, or has room reserved for.
+// Call with w.mu.
+func (w *Worker) heldOf(row int64) int { return w.busy[row] + len(w.waiting[row]) + w.reserved[row] }
 
 // hold takes a claimed delivery in: true when a slot is free for it and the caller
-// starts it, else it waits for one.
+// starts it, else it waits for one. Call with w.mu.
 func (w *Worker) hold(j job) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.held++
 	row := j.Webhook.Row
 	if w.busy[row] < w.cfg.PerWebhook && w.inflight < w.cfg.MaxInFlight {
@@ -127,6 +216,7 @@ func (w *Worker) next(row int64) (job, bool) {
 		delete(w.busy, row)
 	}
 	if w.heldOf(row) <= w.cfg.PerWebhook {
+		w.due = w.due || w.backlog // what it had no room for can be claimed now
 		w.wakeClaimer()
 	}
 	pick, ok := row, len(w.waiting[row]) > 0

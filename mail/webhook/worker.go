@@ -89,6 +89,18 @@ type Worker struct {
 	inflight int
 	held     int           // claimed and not finished: in flight or waiting
 	freed    chan struct{} // something may be claimable: a webhook holds few enough, or an attempt was recorded
+	// reserved counts the deliveries the store is queueing leased to this worker (Reserve),
+	// by webhook row, and reservedAll all of them: they count as held.
+	reserved    map[int64]int
+	reservedAll int
+	run         *running // the Run in progress, nil when none
+	// due: deliveries this worker was not handed may be due, so the next wake claims
+	// (with the store's offers; without them every wake claims). backlog: the worker had
+	// no room for a delivery queued since its last claim that found nothing. afterRefusal is
+	// closed by the commit of the last unit of work that queued a delivery unleased (Reserve
+	// refused it, or the store missed it): it is claimable only from then on.
+	due, backlog bool
+	afterRefusal <-chan struct{}
 
 	recMu      sync.Mutex
 	unrecorded []unrecorded // attempts made, waiting for the write that records them
@@ -117,15 +129,20 @@ func New(cfg Config) *Worker {
 		cfg.Payloads = events.StorePayloads{Store: cfg.Store}
 	}
 	if cfg.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = cfg.PerWebhook
-		cfg.Transport = t
+		cfg.Transport = newTransport(cfg.PerWebhook)
 	}
 	client := &http.Client{Transport: cfg.Transport,
 		// A redirect is the endpoint's answer, a failed attempt: following it would send
 		// the signed event somewhere the account never named.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{cfg: cfg, client: client, busy: map[int64]int{}, waiting: map[int64][]job{}, freed: make(chan struct{}, 1)}
+	return &Worker{cfg: cfg, client: client, busy: map[int64]int{}, waiting: map[int64][]job{}, reserved: map[int64]int{},
+		freed: make(chan struct{}, 1)}
+}
+
+// running is what the attempts of a Run share.
+type running struct {
+	ctx      context.Context
+	attempts *sync.WaitGroup
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -147,26 +164,91 @@ func (w *Worker) Counts() Counts {
 // Run delivers until ctx ends, then waits for the attempts in flight, which the end of
 // ctx cuts short: those are recorded nowhere and given back, due again at once (or when
 // their leases end, when the store could not be told).
+//
+// The store hands the worker the deliveries its units of work queue, leased to it at
+// once, as far as it has room (Reserve, Take; db.Webhooks.OfferHookDeliveries); Run
+// claims the others: retries when they come due, what it had no room for, what a worker
+// that stopped or died left. With a store that offers nothing, Run claims after every
+// commit of events; with one that offers, a commit wakes it only when it had no room for
+// a delivery the commit queued.
 func (w *Worker) Run(ctx context.Context) {
 	var attempts sync.WaitGroup
 	defer attempts.Wait()
+	w.setRunning(&running{ctx: ctx, attempts: &attempts})
+	stopOffers, offered := w.cfg.Store.OfferHookDeliveries(w)
+	defer func() {
+		stopOffers()
+		w.setRunning(nil) // what the store hands over from now on is given back
+	}()
+	var lookAt time.Time // when to look at the queue again, unless woken
 	for ctx.Err() == nil {
-		wake := w.cfg.Store.EventsCommitted() // before claiming, so no commit is missed
-		claimed := time.Now()
-		if w.claim(ctx, &attempts) {
-			continue // there may be more due
+		// Taken before claiming, so that no commit is missed. With offers, only a commit
+		// that queued what the worker had no room for matters (Reserve).
+		wake := w.refusalCommit()
+		if !offered {
+			wake = w.cfg.Store.EventsCommitted()
 		}
-		t := time.NewTimer(w.nextWait(ctx))
+		claimed := time.Now()
+		if !offered || w.takeDue() {
+			if w.claim(ctx, &attempts) {
+				w.markDue() // there may be more
+				continue
+			}
+			lookAt = time.Now().Add(w.nextWait(ctx))
+		}
+		t := time.NewTimer(time.Until(lookAt))
 		select {
 		case <-ctx.Done():
 		case <-wake:
 			pause(ctx, claimGather-time.Since(claimed))
+			w.refusalCommitted(wake)
 		case <-w.freed:
 			pause(ctx, claimGather-time.Since(claimed))
 		case <-t.C:
+			w.markDue()
 		}
 		t.Stop()
 	}
+}
+
+// setRunning notes the Run in progress (nil: none).
+func (w *Worker) setRunning(r *running) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.run, w.due = r, true // a Run starts with a claim
+}
+
+// refusalCommit returns the channel the commit of the last refusal closes (nil: none).
+func (w *Worker) refusalCommit() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.afterRefusal
+}
+
+// refusalCommitted notes that the commit ch stood for has come: the next wake claims.
+func (w *Worker) refusalCommitted(ch <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch != nil && w.afterRefusal == ch {
+		w.afterRefusal = nil
+	}
+	w.due = true
+}
+
+// markDue has the next wake claim.
+func (w *Worker) markDue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.due = true
+}
+
+// takeDue reports whether the worker should claim now, and clears it.
+func (w *Worker) takeDue() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	due := w.due
+	w.due = false
+	return due
 }
 
 // pause waits d (nothing when d <= 0) or until ctx ends.
