@@ -287,6 +287,7 @@ func Train(examples []Example, opts TrainOptions) *Model {
 		}
 		m.Heads = append(m.Heads, head)
 	}
+	m.fuse() // a model trained in memory predicts as one read from its file does
 	return m
 }
 
