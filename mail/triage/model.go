@@ -15,7 +15,7 @@ import (
 
 // ModelName names the built-in model and its version. A retrained model with different
 // features or corpus gets a new version.
-const ModelName = "inboxd-lr-4"
+const ModelName = "inboxd-lr-5"
 
 //go:generate go run ../../fixtures/triage/gen -out ../../fixtures/triage/corpus.jsonl
 //go:generate go run -tags "sqlite_omit_load_extension osusergo netgo" ./train -corpus ../../fixtures/triage/corpus.jsonl -written ../../fixtures/triage/written/*.jsonl -out model.json
@@ -53,6 +53,8 @@ type Head struct {
 	// BodyPenalty multiplies Lambda for the words and word pairs of the sender's own text
 	// (HeadParams); absent means 1.
 	BodyPenalty float64 `json:"bodyPenalty,omitempty"`
+	// CharPenalty multiplies Lambda for the character n-grams (HeadParams); absent means 1.
+	CharPenalty float64 `json:"charPenalty,omitempty"`
 	Temperature float64 `json:"temperature"` // calibration, fitted on out-of-fold predictions
 	// Offsets are the per-class shifts of the logits chosen on out-of-fold predictions
 	// (HeadParams), already added to Bias; kept so that a retraining can apply them again.
@@ -331,9 +333,8 @@ func (m *Model) Encode() ([]byte, error) {
 		cl, _ := json.Marshal(h.Classes)
 		fmt.Fprintf(&b, "\n    {\n      \"name\": %s,\n      \"kind\": %q,\n      \"classes\": %s,\n      \"lambda\": %s,\n      \"temperature\": %s,\n",
 			hn, h.Kind, cl, strconv.FormatFloat(h.Lambda, 'g', -1, 64), strconv.FormatFloat(h.Temperature, 'g', 6, 64))
-		if h.BodyPenalty != 0 && h.BodyPenalty != 1 {
-			fmt.Fprintf(&b, "      \"bodyPenalty\": %s,\n", strconv.FormatFloat(h.BodyPenalty, 'g', -1, 64))
-		}
+		writeMultiplier(&b, "bodyPenalty", h.BodyPenalty)
+		writeMultiplier(&b, "charPenalty", h.CharPenalty)
 		if len(h.Offsets) > 0 {
 			fmt.Fprintf(&b, "      \"offsets\": %s,\n", float64s(h.Offsets))
 		}
@@ -353,6 +354,14 @@ func (m *Model) Encode() ([]byte, error) {
 	}
 	b.WriteString("\n  ]\n}\n")
 	return []byte(b.String()), nil
+}
+
+// writeMultiplier writes a head's penalty multiplier as a field of its object, unless it
+// is the default (absent or 1), so older model files read the same.
+func writeMultiplier(b *strings.Builder, name string, v float64) {
+	if v != 0 && v != 1 {
+		fmt.Fprintf(b, "      %q: %s,\n", name, strconv.FormatFloat(v, 'g', -1, 64))
+	}
 }
 
 func float64s(v []float64) string {

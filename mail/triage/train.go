@@ -147,7 +147,7 @@ func TrainSplit(all []Example) []Example {
 // TrainOptions tune training; the zero value means the defaults.
 type TrainOptions struct {
 	MinDocs    int       // a feature must occur in this many training messages (default 2)
-	Lambdas    []float64 // L2 penalties to choose from by cross-validation
+	Lambdas    []float64 // L2 penalties to choose from by cross-validation, for every head (default: headPenalties)
 	Folds      int       // cross-validation folds, each a group of whole kinds of mail (default 4)
 	Iterations int       // full-batch optimizer steps (default 300)
 	// Fixed, when set, gives each head's penalty and temperature (in Model.Heads order)
@@ -156,11 +156,30 @@ type TrainOptions struct {
 	Log   func(format string, args ...any)
 }
 
-// defaultLambdas are the L2 penalties Train chooses from. On the held-out-kinds folds of
-// the generated and written corpus (2026-11-27), every head did best at the smallest of
-// 3e-5, 1e-4 and 3e-4, or within 0.3% of its best there, so one candidate is tried: the
-// cross-validation that remains fits the temperatures.
-var defaultLambdas = []float64{3e-5}
+// headPenalties are what each head's penalties are chosen from, by cross-validated log
+// loss on the held-out-kinds folds (chooseParams): the L2 penalty, and the multipliers of
+// it that the words and word pairs of the sender's own text (HeadParams.BodyPenalty) and
+// the character n-grams (CharPenalty) pay. On those folds (2026-11-27, 3,871 messages):
+//   - needsReply and urgency did best at the smallest of 3e-5, 1e-4 and 3e-4 or within
+//     0.3% of it (needsReply 0.2318 at 1e-5 against 0.2254 at 3e-5); needsReply reads the
+//     body's words better with less shrinking: 0.2430 at 1, 0.2317 at 0.25, 0.2265 at 0.1
+//     (0.2261 at 0.03, with fewer answers decided and right).
+//   - The category (log loss after its prior offsets) went on gaining below 3e-5: 0.5080
+//     at 1e-4, 0.4968 at 3e-5, 0.4880 at 1e-5, 0.4875 at 3e-6, 0.4933 at 1e-6, and with
+//     each writer held out in turn 0.5922, 0.5674, 0.5486, 0.5368, 0.5350. Its character
+//     n-grams want more shrinking than its words: at 3e-6, n-grams at twice the penalty
+//     gave 0.4724 (writers 0.5283), three times 0.4659 (0.5242), five times 0.4630
+//     (0.5258), ten times 0.4658 (0.5346). At 3e-5, the body's words at 0.3 of it gave
+//     0.4919, the subject's 0.4928, n-grams 0.5263; header facts at 0.3 helped the kinds
+//     (0.4915) and cost the writers (0.5814).
+//   - The n-grams at a higher penalty helped the other heads too: needsReply 0.2256 at 1,
+//     0.2219 at 3, 0.2218 at 5 (writers 0.2188, 0.2156, 0.2159); urgency 0.8815 at 1,
+//     0.8666 at 3, 0.8624 at 5 (writers 0.9155, 0.9064, 0.9037).
+var headPenalties = [3]struct{ lambdas, body, chars []float64 }{
+	HeadCategory: {lambdas: []float64{3e-6}, body: []float64{1}, chars: []float64{3}},
+	HeadReply:    {lambdas: []float64{3e-5}, body: []float64{1, 0.25, 0.1}, chars: []float64{3}},
+	HeadUrgency:  {lambdas: []float64{3e-5}, body: []float64{1}, chars: []float64{5}},
+}
 
 // HeadParams are the hyperparameters of one head.
 type HeadParams struct {
@@ -168,6 +187,8 @@ type HeadParams struct {
 	// BodyPenalty multiplies Lambda for the words and word pairs of the sender's own text
 	// (0 means 1): a head that reads them better with less shrinking gets its own.
 	BodyPenalty float64
+	// CharPenalty multiplies Lambda for the character n-grams (0 means 1).
+	CharPenalty float64
 	// Offsets shift a softmax head's logits (before the temperature), one per class: the
 	// priors that out-of-fold predictions on unseen kinds of mail call for (priorOffsets).
 	Offsets []float64
@@ -178,7 +199,7 @@ type HeadParams struct {
 func SameAs(m *Model) TrainOptions {
 	var o TrainOptions
 	for _, h := range m.Heads {
-		o.Fixed = append(o.Fixed, HeadParams{Lambda: h.Lambda, BodyPenalty: h.BodyPenalty, Temperature: h.Temperature, Offsets: h.Offsets})
+		o.Fixed = append(o.Fixed, HeadParams{Lambda: h.Lambda, BodyPenalty: h.BodyPenalty, CharPenalty: h.CharPenalty, Temperature: h.Temperature, Offsets: h.Offsets})
 	}
 	return o
 }
@@ -186,9 +207,6 @@ func SameAs(m *Model) TrainOptions {
 func (o *TrainOptions) defaults() {
 	if o.MinDocs == 0 {
 		o.MinDocs = 2
-	}
-	if len(o.Lambdas) == 0 {
-		o.Lambdas = defaultLambdas
 	}
 	if o.Folds == 0 {
 		o.Folds = 4
@@ -210,13 +228,13 @@ func KindFold(scenario string, n int) int {
 }
 
 // Train fits the three heads on examples. For each head it picks the L2 penalty (and the
-// share of it the body's words pay, bodyPenalties) with the lowest cross-validated log
-// loss, each fold holding out whole kinds of mail (KindFold), so the choice favours what
-// carries over to mail of a kind the model never saw; fits a temperature and, for the
-// softmax heads, class offsets on those out-of-fold predictions (calibration and priors
-// on unseen kinds); then trains on all examples and divides the weights by the
-// temperature. Training is deterministic:
-// the same examples give the same model, bit for bit.
+// shares of it the body's words and the character n-grams pay, headPenalties) with the
+// lowest cross-validated log loss, each fold holding out whole kinds of mail (KindFold),
+// so the choice favours what carries over to mail of a kind the model never saw; fits a
+// temperature and, for the softmax heads, class offsets on those out-of-fold predictions
+// (calibration and priors on unseen kinds); then trains on all examples and divides the
+// weights by the temperature. Training is deterministic: the same examples give the same
+// model, bit for bit.
 func Train(examples []Example, opts TrainOptions) *Model {
 	opts.defaults()
 	m := &Model{Name: ModelName, Features: vocabulary(examples, opts.MinDocs)}
@@ -259,7 +277,7 @@ func Train(examples []Example, opts TrainOptions) *Model {
 			p = chooseParams(spec.name, h, spec.kind, xs, y, fold, k, m.Features, opts)
 		}
 		w, b := fitKind(spec.kind, xs, y, k, penalties(m.Features, p), opts.Iterations)
-		head := &Head{Name: spec.name, Kind: spec.kind, Classes: spec.classes, Lambda: p.Lambda, BodyPenalty: p.BodyPenalty, Temperature: p.Temperature,
+		head := &Head{Name: spec.name, Kind: spec.kind, Classes: spec.classes, Lambda: p.Lambda, BodyPenalty: p.BodyPenalty, CharPenalty: p.CharPenalty, Temperature: p.Temperature,
 			Offsets: p.Offsets, Bias: make([]float32, len(b)), Weights: make([]float32, len(w))}
 		for i, v := range w {
 			head.Weights[i] = roundWeight(v / p.Temperature)
@@ -269,6 +287,7 @@ func Train(examples []Example, opts TrainOptions) *Model {
 		}
 		m.Heads = append(m.Heads, head)
 	}
+	m.fuse() // a model trained in memory predicts as one read from its file does
 	return m
 }
 
@@ -313,15 +332,22 @@ func vocabulary(examples []Example, minDocs int) []string {
 func chooseParams(name string, head int, kind string, xs []sparse, y, fold []int, k int, features []string, opts TrainOptions) HeadParams {
 	best, bestLoss := HeadParams{Temperature: 1}, math.Inf(1)
 	var bestZ [][]float64
-	for _, lambda := range opts.Lambdas {
-		for _, body := range bodyPenalties[head] {
-			p := HeadParams{Lambda: lambda, BodyPenalty: body}
-			z := crossValidate(kind, xs, y, fold, k, penalties(features, p), opts)
-			t, loss := fitTemperature(kind, z, y, k)
-			opts.Log("  %-10s lambda=%-7g body %-5g cv log loss %.4f (T=%.3f) cv accuracy %.3f", name, lambda, body, loss, t, accuracy(kind, z, y, k))
-			if loss < bestLoss {
-				p.Temperature = t
-				best, bestLoss, bestZ = p, loss, z
+	grid := headPenalties[head]
+	lambdas := opts.Lambdas
+	if len(lambdas) == 0 {
+		lambdas = grid.lambdas
+	}
+	for _, lambda := range lambdas {
+		for _, body := range grid.body {
+			for _, chars := range grid.chars {
+				p := HeadParams{Lambda: lambda, BodyPenalty: body, CharPenalty: chars}
+				z := crossValidate(kind, xs, y, fold, k, penalties(features, p), opts)
+				t, loss := fitTemperature(kind, z, y, k)
+				opts.Log("  %-10s lambda=%-7g body %-5g chars %-5g cv log loss %.4f (T=%.3f) cv accuracy %.3f", name, lambda, body, chars, loss, t, accuracy(kind, z, y, k))
+				if loss < bestLoss {
+					p.Temperature = t
+					best, bestLoss, bestZ = p, loss, z
+				}
 			}
 		}
 	}
@@ -338,29 +364,27 @@ func chooseParams(name string, head int, kind string, xs []sparse, y, fold []int
 	return best
 }
 
-// bodyPenalties are the multipliers of the penalty on the body's words and word pairs that
-// each head chooses from (HeadParams.BodyPenalty), by cross-validated log loss on the
-// held-out-kinds folds. On those folds (2026-11-27, 3,871 messages), needsReply read the
-// words better with less shrinking: log loss 0.2430 at 1, 0.2317 at 0.25, 0.2265 at 0.1
-// (0.2261 at 0.03, with fewer answers decided and right). The category gained nothing
-// from it (weighting the body's words twice for every head: 0.5055 against 0.5060, on a
-// feature set with three more phrase families), and urgency was not tried.
-var bodyPenalties = [3][]float64{HeadCategory: {1}, HeadReply: {1, 0.25, 0.1}, HeadUrgency: {1}}
-
 // penalties returns the L2 penalty of each feature's weights under p.
 func penalties(features []string, p HeadParams) []float64 {
 	pen := make([]float64, len(features))
-	body := p.Lambda
-	if p.BodyPenalty > 0 {
-		body *= p.BodyPenalty
-	}
 	for i, f := range features {
 		pen[i] = p.Lambda
-		if strings.HasPrefix(f, "w:") || strings.HasPrefix(f, "b:") {
-			pen[i] = body
+		switch {
+		case strings.HasPrefix(f, "w:") || strings.HasPrefix(f, "b:"):
+			pen[i] *= multiplier(p.BodyPenalty)
+		case strings.HasPrefix(f, "c:"):
+			pen[i] *= multiplier(p.CharPenalty)
 		}
 	}
 	return pen
+}
+
+// multiplier is a penalty multiplier of HeadParams, whose zero value means 1.
+func multiplier(v float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return 1
 }
 
 // offset is the shift of class c's logit, 0 when there are none.

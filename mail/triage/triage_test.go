@@ -271,3 +271,23 @@ func TestCorpusLinesReadAsLiveMail(t *testing.T) {
 	c.Assert(in.RepliesToOurs, qt.IsTrue)
 	c.Assert(ex[0].Writer, qt.Equals, "w9")
 }
+
+// TestTrainedModelAnswersAsItsFile: a model retrained in memory, as the evaluation's
+// held-out folds use it, answers every message exactly as the same model read back from
+// its file.
+func TestTrainedModelAnswersAsItsFile(t *testing.T) {
+	c := qt.New(t)
+	all, err := LoadCorpus("../../fixtures/triage/corpus.jsonl", mail.HTMLToText)
+	c.Assert(err, qt.IsNil)
+	train := TrainSplit(all)[:200]
+	fixed := HeadParams{Lambda: 1e-4, CharPenalty: 3, Temperature: 1}
+	m := Train(train, TrainOptions{Iterations: 20, Fixed: []HeadParams{fixed, fixed, fixed}})
+	raw, err := m.Encode()
+	c.Assert(err, qt.IsNil)
+	back, err := LoadModel(raw)
+	c.Assert(err, qt.IsNil)
+	inMemory, fromFile := NewBuiltinModel(m), NewBuiltinModel(back)
+	for _, e := range all[:50] {
+		c.Assert(inMemory.Predict(e.In), qt.DeepEquals, fromFile.Predict(e.In), qt.Commentf("%s", e.ID))
+	}
+}
