@@ -367,7 +367,7 @@ func (m *merger) mergeField(id uint16) (uint64, error) {
 				}
 			}
 			switch oc, ok := dict.(omitCount); {
-			case c.file != nil:
+			case c.file != nil: // next walks the file's dictionary instead
 			case ok:
 				c.it = oc.AutomatonIteratorOmitCount(nil, nil, nil)
 			default:
