@@ -44,23 +44,28 @@ func groupOf(t *testing.T, s *Store, fns []func(tx *sql.Tx) error) []error {
 			defer wg.Done()
 			errs[i] = s.write(context.Background(), func(_ context.Context, tx *sql.Tx) error { return fn(tx) })
 		}()
-		// One at a time, so they queue (and run) in the order given.
-		for deadline := time.Now().Add(5 * time.Second); ; {
-			s.writes.mu.Lock()
-			n := len(s.writes.pending)
-			s.writes.mu.Unlock()
-			if n == i+1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d writes queued", n, i+1)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		waitQueued(t, s, i+1) // one at a time, so they queue (and run) in the order given
 	}
 	close(hold)
 	wg.Wait()
 	return errs
+}
+
+// waitQueued waits until n writes are queued.
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		s.writes.mu.Lock()
+		got := len(s.writes.pending)
+		s.writes.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d writes queued", got, n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 func setting(name string) func(tx *sql.Tx) error {
@@ -244,6 +249,50 @@ func TestStreamOfWritesShareCommits(t *testing.T) {
 		distinct[tx] = true
 	}
 	c.Assert(len(distinct) <= n*3/4, qt.IsTrue, qt.Commentf("%d writes in %d commits", n, len(distinct)))
+}
+
+// Writers that each wait for their write before the next are not kept waiting for
+// company: once every writer the store has lately seen is queued, none can come before
+// the next commit, and the committer starts it at once, however long it would wait for a
+// stream's next write (here a minute: without the rule the first round would wait half
+// of it for a fifth writer).
+func TestQueuedWritersDoNotWaitForCompany(t *testing.T) {
+	c := qt.New(t)
+	s := tempStore(t)
+	s.writes.gatherWait = time.Minute
+	s.writes.last = time.Time{} // as if Open had written nothing: the stream starts here
+	const writers, rounds = 4, 3
+	hold, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	// writer writes rounds times, each write once the one before returned; first, when
+	// set, is written before them.
+	writer := func(name string, first func(context.Context, *sql.Tx) error) {
+		defer wg.Done()
+		if first != nil {
+			c.Check(s.write(context.Background(), first), qt.IsNil)
+		}
+		for r := range rounds {
+			c.Check(s.write(context.Background(), func(_ context.Context, tx *sql.Tx) error {
+				return setting(fmt.Sprintf("%s-%d", name, r))(tx)
+			}), qt.IsNil)
+		}
+	}
+	start := time.Now()
+	wg.Add(writers)
+	// The first writer's first write holds its commit while the others queue behind it.
+	go writer("w0", func(_ context.Context, tx *sql.Tx) error {
+		close(held)
+		<-hold
+		return setting("w0-first")(tx)
+	})
+	<-held
+	for i := 1; i < writers; i++ {
+		go writer(fmt.Sprintf("w%d", i), nil)
+		waitQueued(t, s, i)
+	}
+	close(hold)
+	wg.Wait()
+	c.Assert(time.Since(start) < 15*time.Second, qt.IsTrue, qt.Commentf("%d writers, %d rounds: %v", writers, rounds, time.Since(start)))
 }
 
 // The writer connection checkpoints the WAL every walCheckpointPages pages, not at
