@@ -258,7 +258,7 @@ func run(ctx context.Context, o options) error {
 		logf("  cpu profile: %v", err)
 	}
 	logf("  accepted after %.2f s, all delivered after %.2f s", r.sends.Accepted.Seconds(), r.sends.Delivered.Seconds())
-	if err := benchkit.Drain(ctx, dbPath, sc.drainLimit); err != nil {
+	if err := benchkit.Drain(ctx, sc.drainLimit, benchkit.MetricsSource{Base: srv.base}); err != nil {
 		return err
 	}
 
@@ -286,7 +286,7 @@ func run(ctx context.Context, o options) error {
 		logf("  cpu profile: %v", err)
 	}
 	logf("  waiting for the index and triage queues to drain")
-	if err := benchkit.Drain(ctx, dbPath, sc.drainLimit); err != nil {
+	if err := benchkit.Drain(ctx, sc.drainLimit, benchkit.MetricsSource{Base: srv.base}); err != nil {
 		return err
 	}
 	after, err := usedBytes(dbPath)

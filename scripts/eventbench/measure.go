@@ -156,7 +156,7 @@ func ingestOnce(ctx context.Context, o options, listened bool, run int) (rate, c
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := benchkit.Drain(ctx, filepath.Join(r.dir, "bench.db"), 5*time.Minute); err != nil {
+	if err := benchkit.Drain(ctx, 5*time.Minute, r.srv.API.Metrics()); err != nil {
 		return 0, 0, 0, err
 	}
 	after, err := benchkit.UsageOf(pid)

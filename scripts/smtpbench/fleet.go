@@ -93,6 +93,15 @@ func (f *fleet) String() string {
 	return fmt.Sprintf("%d process(es) on %s", len(f.servers), kind)
 }
 
+// metrics are the processes' /metrics.
+func (f *fleet) metrics() []benchkit.MetricsSource {
+	out := make([]benchkit.MetricsSource, len(f.servers))
+	for i, s := range f.servers {
+		out[i] = s.API.Metrics()
+	}
+	return out
+}
+
 // smtp is every server's SMTP listener.
 func (f *fleet) smtp() []string {
 	var addrs []string

@@ -243,7 +243,7 @@ func benchSMTP(ctx context.Context, f *fleet, rcpts []string, n, conns, size int
 		fmt.Println("  " + searches)
 	}
 	// The work behind the acknowledgements (indexing, triage) counts too.
-	if err := benchkit.Drain(ctx, f.db, 5*time.Minute); err != nil {
+	if err := benchkit.Drain(ctx, 5*time.Minute, f.metrics()...); err != nil {
 		return err
 	}
 	after, err := f.usage()

@@ -14,6 +14,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -679,41 +680,23 @@ func (s *soak) sampleNow() sample {
 	return smp
 }
 
-var metricLine = regexp.MustCompile(`^([a-z_]+(?:\{[^}]*\})?) (\S+)$`)
+// metricsSource is the server's /metrics.
+func (s *soak) metricsSource() benchkit.MetricsSource {
+	return benchkit.MetricsSource{Base: s.base, Token: metricsToken, HTTP: s.http}
+}
 
+// metrics reads the server's metrics; none when it does not answer (the sample says so).
 func (s *soak) metrics() map[string]float64 {
-	out := map[string]float64{}
-	req, _ := http.NewRequest("GET", s.base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+metricsToken)
-	res, err := s.http.Do(req)
+	m, err := s.metricsSource().Read(context.Background())
 	if err != nil {
-		return out
+		return map[string]float64{}
 	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		if m := metricLine.FindStringSubmatch(sc.Text()); m != nil {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			out[m[1]] = v
-		}
-	}
-	return out
+	return m
 }
 
 // drain waits until the outbound, index and triage queues are empty.
 func (s *soak) drain(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		m := s.metrics()
-		if m[`inboxd_queue_depth{queue="outbound"}`] == 0 && m[`inboxd_queue_depth{queue="index"}`] == 0 &&
-			m[`inboxd_queue_depth{queue="triage"}`] == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("queues not drained after %s: %v", limit, m)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return benchkit.Drain(context.Background(), limit, s.metricsSource())
 }
 
 // verify lists every inbox that received or sent mail and checks that each acknowledged

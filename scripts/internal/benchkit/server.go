@@ -1,53 +1,13 @@
 package benchkit
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // or a PostgreSQL one
-	_ "github.com/mattn/go-sqlite3"    // Drain reads the server's database
 )
-
-// Drain waits until the server has finished the work behind what it acknowledged: the
-// search index, triage and outbound queues of the database at path (a SQLite file or a
-// postgres:// URL) are empty. It fails after limit.
-func Drain(ctx context.Context, path string, limit time.Duration) error {
-	driver, dsn := "sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000"
-	if strings.HasPrefix(path, "postgres://") {
-		driver, dsn = "pgx", path
-	}
-	conn, err := sql.Open(driver, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(limit)
-	for {
-		var n int64
-		err := conn.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM index_queue) + (SELECT COUNT(*) FROM triage_queue)
-			+ (SELECT COUNT(*) FROM outbound)`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("queues still hold %d rows after %v", n, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
 
 // Usage is what a process has used so far: its CPU time (user and system; with the work
 // it did, a steadier figure than a rate on a machine whose speed drifts), the bytes it
