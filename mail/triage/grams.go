@@ -4,7 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 )
 
 // Character n-grams are most of a message's features and most of the lookups that find
@@ -62,46 +62,44 @@ func (t *gramTable) of(feature int32, known bool) ([]int32, bool) {
 // words, typos, other languages), which mail repeats with a long tail. One cache serves
 // every vectorizer of a Builtin, so a word is looked up once whichever message brings it.
 //
-// It is split in shards by the word's hash, each with its own lock, because every word of
-// every message being received asks it and a single lock's counter is fought over by all
-// cores. Each shard keeps two generations: when the current one is full it becomes the old
-// one and the one before is dropped, and a word found in the old one moves to the current
-// one. So the words mail keeps using stay (a cache that started over when full recomputed
-// them all each time the long tail filled it), and memory stays bounded: at most twice max
-// words (maxCachedWords: about 8 MB in all). A word is known by its 64-bit hash, not its
-// text: two words of mail share one about once in 2^64 pairs, and a map of numbers hashes
-// and compares in a few instructions where a map of strings reads the text again.
+// Every word of every message being received asks it, from every core at once, so reading
+// it writes nothing shared: it is a table of slots, each an atomic pointer to an entry that
+// never changes once stored, and a reader loads a pointer and compares a hash. (Sharded
+// read-write locks, one per sixteenth of the words, cost a contended atomic add per word
+// on each lock and unlock: the locks' counters moved between the cores, and with the maps'
+// lookups they were a fifth of the model's time on two cores, BENCHMARKS.md.) A word may
+// sit in either of the two slots of its pair; a new word takes the empty one, or else
+// replaces one of the two chosen by its hash, so a word the mail keeps using is mostly
+// found and memory stays bounded (about 8 MB at maxCachedWords). A word is known by its
+// 64-bit hash, not its text: two words of mail share one about once in 2^64 pairs, and
+// comparing a number costs nothing where comparing the text reads it again.
 type gramCache struct {
-	seed   maphash.Seed
-	shards []gramShard
+	seed  maphash.Seed
+	slots []atomic.Pointer[gramEntry] // a power of two of them
 }
 
-type gramShard struct {
-	mu       sync.RWMutex
-	max      int                // words per generation
-	cur, old map[uint64][]int32 // never changed once stored, so readers keep them after unlocking
-	_        [64]byte           // a shard's lock on a cache line of its own
+// gramEntry is a word's hash and its n-gram features.
+type gramEntry struct {
+	hash  uint64
+	grams []int32
 }
 
-// maxCachedWords is a Builtin's gramCache's size per generation.
-const maxCachedWords = 1 << 15
+// maxCachedWords is a Builtin's gramCache's size in words.
+const maxCachedWords = 1 << 16
 
-// gramShards is the number of shards (the top four bits of a hash): enough that cores
-// rarely meet on one lock.
-const gramShards = 16
-
+// newGramCache returns a cache of at least words slots (two at the least).
 func newGramCache(words int) *gramCache {
-	c := &gramCache{seed: maphash.MakeSeed(), shards: make([]gramShard, gramShards)}
-	for i := range c.shards {
-		c.shards[i] = gramShard{max: max(1, words/gramShards), cur: map[uint64][]int32{}}
+	n := 2
+	for n < words {
+		n *= 2
 	}
-	return c
+	return &gramCache{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[gramEntry], n)}
 }
 
-// key returns word's hash and the shard that holds it.
-func (c *gramCache) key(word []byte) (uint64, *gramShard) {
+// pair returns word's hash and the first of its two slots.
+func (c *gramCache) pair(word []byte) (uint64, int) {
 	h := maphash.Bytes(c.seed, word)
-	return h, &c.shards[h>>60] // the top bits: the maps use the low ones
+	return h, int(h>>32) & (len(c.slots) - 2) // the high bits: the low one picks a replacement
 }
 
 // get returns the features remembered for word; a nil cache remembers none.
@@ -109,19 +107,13 @@ func (c *gramCache) get(word []byte) ([]int32, bool) {
 	if c == nil {
 		return nil, false
 	}
-	h, s := c.key(word)
-	s.mu.RLock()
-	g, ok := s.cur[h]
-	if !ok {
-		g, ok = s.old[h]
-		s.mu.RUnlock()
-		if ok {
-			s.store(h, g)
+	h, i := c.pair(word)
+	for _, e := range [2]*gramEntry{c.slots[i].Load(), c.slots[i+1].Load()} {
+		if e != nil && e.hash == h {
+			return e.grams, true
 		}
-		return g, ok
 	}
-	s.mu.RUnlock()
-	return g, ok
+	return nil, false
 }
 
 // put remembers word's features.
@@ -129,17 +121,12 @@ func (c *gramCache) put(word []byte, grams []int32) {
 	if c == nil {
 		return
 	}
-	h, s := c.key(word)
-	s.store(h, slices.Clone(grams))
-}
-
-// store puts a word's features in the current generation, starting a new one when it is
-// full.
-func (s *gramShard) store(h uint64, g []int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cur) >= s.max {
-		s.old, s.cur = s.cur, make(map[uint64][]int32, s.max)
+	h, i := c.pair(word)
+	e := &gramEntry{hash: h, grams: slices.Clone(grams)}
+	switch {
+	case c.slots[i].CompareAndSwap(nil, e):
+	case c.slots[i+1].CompareAndSwap(nil, e):
+	default:
+		c.slots[i+int(h&1)].Store(e)
 	}
-	s.cur[h] = g
 }

@@ -12,8 +12,8 @@ import (
 
 // TestReusedNGramsGiveTheSameVectors: a message comes out as the same vector whether each
 // of its character n-grams is looked up, or taken from the vocabulary's table of its
-// words' n-grams and a cache of other words' (cold, warm, and one small enough to start
-// over many times).
+// words' n-grams and a cache of other words' (cold, warm, and one small enough that its
+// words are replaced many times).
 func TestReusedNGramsGiveTheSameVectors(t *testing.T) {
 	c := qt.New(t)
 	m, all := modelAndTrainingSet(c)
@@ -34,8 +34,8 @@ func TestReusedNGramsGiveTheSameVectors(t *testing.T) {
 	}
 }
 
-// Messages analyzed at once by vectorizers sharing one small cache (so generations turn
-// over while they read) get the vectors of a vectorizer without one.
+// Messages analyzed at once by vectorizers sharing one small cache (so words replace
+// others while they read) get the vectors of a vectorizer without one.
 func TestConcurrentMessagesShareTheCacheSafely(t *testing.T) {
 	c := qt.New(t)
 	m, all := modelAndTrainingSet(c)
