@@ -153,9 +153,14 @@ var footerWords = []string{"sent from my", "get outlook for", "enviado desde", "
 	"in your browser", "in browser", "no longer wish to receive", "abmelden", "désabonner", "darse de baja", "all rights reserved",
 	"registered office", "registered in", "privacy policy"}
 
-// footerStarts lists footerWords by their first byte, so that isFooterLine reads a line
-// once instead of once per word (it did: a tenth of the model's time).
-var footerStarts = wordsByFirstByte(footerWords)
+// footerStarts lists footerWords by their first byte, and footerPairs marks their first
+// two bytes, so that isFooterLine reads a line once instead of once per word (it did: a
+// tenth of the model's time), and compares words only where a line's two bytes begin one
+// (comparing at every byte that begins one was still a tenth on mail of made-up words).
+var (
+	footerStarts = wordsByFirstByte(footerWords)
+	footerPairs  = firstPairs(footerWords)
+)
 
 func wordsByFirstByte(words []string) *[256][]string {
 	var by [256][]string
@@ -165,11 +170,31 @@ func wordsByFirstByte(words []string) *[256][]string {
 	return &by
 }
 
+// pairSet is a set of two-byte strings, a bit each.
+type pairSet [1 << 16 / 64]uint64
+
+func pairOf(a, b byte) int { return int(a)<<8 | int(b) }
+
+func (s *pairSet) has(p int) bool { return s[p>>6]&(1<<(p&63)) != 0 }
+
+// firstPairs returns the set of the first two bytes of words (each at least two long).
+func firstPairs(words []string) *pairSet {
+	var s pairSet
+	for _, w := range words {
+		p := pairOf(w[0], w[1])
+		s[p>>6] |= 1 << (p & 63)
+	}
+	return &s
+}
+
 // isFooterLine reports whether a line (trimmed) holds one of footerWords.
 func isFooterLine(t string, scratch *[]byte) bool {
 	low := lowerASCII(t, scratch)
-	for i, c := range low {
-		for _, w := range footerStarts[c] {
+	for i := 0; i+1 < len(low); i++ {
+		if !footerPairs.has(pairOf(low[i], low[i+1])) {
+			continue
+		}
+		for _, w := range footerStarts[low[i]] {
 			if bytes.HasPrefix(low[i:], []byte(w)) {
 				return true
 			}
