@@ -82,8 +82,11 @@ type vectorizer struct {
 	seen *gramCache
 	key  []byte
 	tok  []byte
-	prev []byte
-	hits []int32 // gramsOf's result
+	// scanned holds the token scan is reading (a token is at most maxTokenBytes and one
+	// more rune).
+	scanned [maxTokenBytes + utf8.UTFMax]byte
+	prev    []byte
+	hits    []int32 // gramsOf's result
 
 	// cnt counts each feature of the message being featurized, indexed by feature;
 	// touched lists, per group, the features counted (so resetting costs what was used).
@@ -93,6 +96,7 @@ type vectorizer struct {
 	marks   []uint64 // inOrder's bitmap over features
 	shape   shapeReader
 	intent  intentReader
+	parts   partReader
 	// rel is who writes to whom (the sender's address kind > the first recipient's, or
 	// "none"), toKind the recipient's kind; header sets them for the body's facts.
 	rel, toKind string
@@ -157,7 +161,7 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 		for _, i := range idx {
 			x := factValue[g]
 			if !isFact(g) {
-				x = float32(1 + math.Log(float64(v.cnt[i])))
+				x = countValue(v.cnt[i])
 			}
 			v.cnt[i] = 0
 			out.idx = append(out.idx, i)
@@ -174,6 +178,23 @@ func (v *vectorizer) vector(in Input, out *sparse) int {
 	}
 	return v.tokens
 }
+
+// countValue is the value of a word counted n times in its group: 1+ln(n).
+func countValue(n float32) float32 {
+	if int(n) < len(smallCountValues) {
+		return smallCountValues[int(n)]
+	}
+	return float32(1 + math.Log(float64(n)))
+}
+
+// smallCountValues holds countValue of the counts most words have, worked out once (a
+// logarithm per feature was 3% of the model's time).
+var smallCountValues = func() (v [32]float32) {
+	for n := range v {
+		v[n] = float32(1 + math.Log(float64(n)))
+	}
+	return v
+}()
 
 // inOrder sorts distinct feature indices in place: through a bitmap over the features,
 // which costs a pass over the indices and over the bitmap's words between the least and the
@@ -219,7 +240,8 @@ func (v *vectorizer) subject(s string) {
 // facts about its shape.
 func (v *vectorizer) body(text string) {
 	v.prev = v.prev[:0]
-	var parts partReader
+	parts := &v.parts
+	*parts = partReader{scratch: parts.scratch[:0]}
 	questions, exclaims, urls, ownLines := 0, 0, 0, 0
 	for len(text) > 0 {
 		line := text
@@ -342,8 +364,7 @@ func (v *vectorizer) gramsOf(t []byte) []int32 {
 // a currency sign <money>, a run longer than a word <long>; word says the token is a word
 // of letters (worth its character n-grams).
 func (v *vectorizer) scan(line string, emit func(t []byte, word bool)) {
-	var buf [4 * maxTokenBytes]byte
-	tok := buf[:0]
+	tok := v.scanned[:0]
 	digits, letters, long := false, false, false
 	flush := func() {
 		t, word := tok, false
@@ -351,11 +372,11 @@ func (v *vectorizer) scan(line string, emit func(t []byte, word bool)) {
 		case len(tok) == 0 && !long:
 			return
 		case long:
-			t = []byte("<long>")
+			t = append(tok[:0], "<long>"...)
 		case digits && !letters:
-			t = []byte("<num>")
+			t = append(tok[:0], "<num>"...)
 		case digits:
-			t = []byte("<id>")
+			t = append(tok[:0], "<id>"...)
 		case utf8.RuneCount(tok) < 2:
 			t = nil
 		default:
@@ -364,10 +385,36 @@ func (v *vectorizer) scan(line string, emit func(t []byte, word bool)) {
 		if t != nil {
 			emit(t, word)
 		}
-		tok = buf[:0]
+		tok = v.scanned[:0]
 		digits, letters, long = false, false, false
 	}
-	for _, r := range line {
+	money := func() {
+		flush()
+		emit(append(v.scanned[:0], "<money>"...), false)
+	}
+	for i := 0; i < len(line); {
+		// ASCII, most of mail, by its byte: the same tokens as the Unicode cases below
+		// (its letters are a-z and A-Z, its digits 0-9), without decoding and table lookups.
+		if c := line[i]; c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+				tok = appendASCII(tok, c|0x20, &long)
+				letters = true
+			case '0' <= c && c <= '9':
+				tok = appendASCII(tok, c, &long)
+				digits = true
+			case c == '\'' && letters && !digits:
+				tok = appendASCII(tok, c, &long)
+			case c == '$':
+				money()
+			default:
+				flush()
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(line[i:])
+		i += size
 		switch {
 		case unicode.IsLetter(r):
 			tok = v.appendRune(tok, unicode.ToLower(r), &long)
@@ -375,17 +422,25 @@ func (v *vectorizer) scan(line string, emit func(t []byte, word bool)) {
 		case unicode.IsDigit(r):
 			tok = v.appendRune(tok, r, &long)
 			digits = true
-		case (r == '\'' || r == '’') && letters && !digits:
+		case r == '’' && letters && !digits:
 			// keep contractions whole: don't, can't, I'm
 			tok = v.appendRune(tok, '\'', &long)
-		case r == '$' || r == '€' || r == '£' || r == '¥':
-			flush()
-			emit([]byte("<money>"), false)
+		case r == '€' || r == '£' || r == '¥':
+			money()
 		default:
 			flush()
 		}
 	}
 	flush()
+}
+
+// appendASCII is appendRune for an ASCII byte.
+func appendASCII(tok []byte, c byte, long *bool) []byte {
+	if *long || len(tok) >= maxTokenBytes {
+		*long = true
+		return tok[:0]
+	}
+	return append(tok, c)
 }
 
 // appendRune adds r to a token unless that makes it longer than a word (hashes, base64),

@@ -30,12 +30,11 @@ type Model struct {
 	Features []string `json:"features"`
 	Heads    []*Head  `json:"heads"` // category, needsReply, urgency
 
-	table      []slot    // Features by hash (buildIndex)
-	fused      []float32 // every head's weights, feature by feature (fuse)
-	fusedWidth int       // weights per feature in fused
-	filter     []uint64  // a Bloom filter over Features
-	seed       maphash.Seed
-	wordGrams  *gramTable // the character n-grams of the vocabulary's words (buildIndex)
+	table     []slot    // Features by hash (buildIndex)
+	fused     []float32 // every head's weights, feature by feature (fuse)
+	filter    []uint64  // a Bloom filter over Features
+	seed      maphash.Seed
+	wordGrams *gramTable // the character n-grams of the vocabulary's words (buildIndex)
 }
 
 // Head is one multinomial logistic regression: Weights holds, for each feature in
@@ -249,24 +248,32 @@ func (h *Head) end(out []float64) {
 }
 
 // predictAll gives every head's distribution for x (out[h] for Heads[h]) in one pass over
-// the features, reading each feature's weights from its row of fused: the same sums in the
-// same order as each head's predict, so the same numbers.
+// the features, adding each feature's row of fused to one row of sums laid out as fused
+// is: each sum gets the same terms in the same order as in each head's predict, so the
+// numbers are the same. (Adding through each head's slice of out cost a head's kind read
+// and a slice made per head and feature.)
 func (m *Model) predictAll(x *sparse, out [][]float64) {
-	for hi, h := range m.Heads {
-		h.begin(out[hi])
+	var buf [16]float64
+	sums := buf[:0]
+	for _, h := range m.Heads {
+		start := len(sums)
+		sums = append(sums, make([]float64, h.width())...)
+		h.begin(sums[start:])
 	}
-	w := m.fusedWidth
+	w := len(sums)
 	for n, i := range x.idx {
 		v := float64(x.val[n])
 		row := m.fused[int(i)*w : int(i)*w+w]
-		off := 0
-		for hi, h := range m.Heads {
-			per := h.width()
-			addRow(out[hi], v, row[off:off+per])
-			off += per
+		s := sums[:len(row)]
+		for c, wt := range row {
+			s[c] += float64(v * float64(wt))
 		}
 	}
+	off := 0
 	for hi, h := range m.Heads {
+		per := h.width()
+		copy(out[hi], sums[off:off+per])
+		off += per
 		h.end(out[hi])
 	}
 }
@@ -276,11 +283,11 @@ func (m *Model) predictAll(x *sparse, out [][]float64) {
 // their weights apart (the built-in model's reads of memory were most of its time in a
 // server busy with everything else, BENCHMARKS.md).
 func (m *Model) fuse() {
-	m.fusedWidth = 0
+	width := 0
 	for _, h := range m.Heads {
-		m.fusedWidth += h.width()
+		width += h.width()
 	}
-	m.fused = make([]float32, 0, len(m.Features)*m.fusedWidth)
+	m.fused = make([]float32, 0, len(m.Features)*width)
 	for i := range m.Features {
 		for _, h := range m.Heads {
 			per := h.width()
