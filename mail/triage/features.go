@@ -75,9 +75,9 @@ type sparse struct {
 // space between calls, so one vectorizer must not be used by two goroutines at once.
 type vectorizer struct {
 	lookup func(key []byte) (int32, bool)
-	// known, when set, holds the character n-gram features of the vocabulary's words, so
-	// a word the model knows costs no n-gram lookups (Model.wordGrams).
-	known *gramTable
+	// lookupWord, when set, finds a word feature ("w:" and the word) with its character
+	// n-gram features, so a word the model knows costs no n-gram lookups (Model.lookupWord).
+	lookupWord func(key []byte) (feature int32, grams []int32, known, gramsKnown bool)
 	// seen, when set, remembers those of other words between messages (gramCache).
 	seen *gramCache
 	key  []byte
@@ -289,7 +289,7 @@ func (v *vectorizer) ownToken(t []byte, word bool) {
 	v.tokens++
 	v.shape.word(t)
 	v.intent.word(t)
-	feature, known := v.emit(groupBody, "w:", t)
+	known, grams, gramsKnown := v.emitWord(t)
 	// A bigram in the vocabulary has both its words there too (both occur wherever it
 	// does), so a word the model does not know ends the chain. Vocabulary building knows
 	// every word, so it sees every bigram.
@@ -303,11 +303,26 @@ func (v *vectorizer) ownToken(t []byte, word bool) {
 	if !word {
 		return
 	}
-	if g, ok := v.known.of(feature, known); ok {
-		v.addAll(groupChars, g)
+	if gramsKnown {
+		v.addAll(groupChars, grams)
 		return
 	}
 	v.grams(t)
+}
+
+// emitWord counts the word feature of t if the vocabulary has it, and returns with it
+// the word's n-gram features when the model keeps them.
+func (v *vectorizer) emitWord(t []byte) (known bool, grams []int32, gramsKnown bool) {
+	if v.lookupWord == nil {
+		_, known = v.emit(groupBody, "w:", t)
+		return known, nil, false
+	}
+	v.key = append(append(v.key[:0], "w:"...), t...)
+	feature, grams, known, gramsKnown := v.lookupWord(v.key)
+	if known {
+		v.add(groupBody, feature)
+	}
+	return known, grams, gramsKnown
 }
 
 // grams emits the character n-grams of a word (lowercased letters), padded with ^ and $:

@@ -17,7 +17,7 @@ import (
 // (gramCache). Both give the features the lookups would, in the same order.
 
 // gramTable holds the character n-gram features of every word of the vocabulary, by the
-// word's feature ("w:" and the word), built once with the model and only read afterwards.
+// word's feature ("w:" and the word), built once with the model (Model.refWordGrams).
 type gramTable struct {
 	first int32   // the first word feature
 	start []int32 // word feature first+k has grams[start[k]:start[k+1]]
@@ -43,19 +43,6 @@ func newGramTable(features []string, gramsOf func(word []byte) []int32) *gramTab
 	}
 	t.start = append(t.start, int32(len(t.grams)))
 	return t
-}
-
-// of returns the n-gram features of the word whose word feature is feature, when known
-// says the vocabulary has that word and the table is there.
-func (t *gramTable) of(feature int32, known bool) ([]int32, bool) {
-	if t == nil || !known {
-		return nil, false
-	}
-	k := int(feature - t.first)
-	if k < 0 || k+1 >= len(t.start) {
-		return nil, false
-	}
-	return t.grams[t.start[k]:t.start[k+1]], true
 }
 
 // gramCache remembers the n-gram features of words outside the vocabulary (names, rare

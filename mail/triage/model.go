@@ -34,7 +34,7 @@ type Model struct {
 	fused     []float32 // every head's weights, feature by feature (fuse)
 	filter    []uint64  // a Bloom filter over Features
 	seed      maphash.Seed
-	wordGrams *gramTable // the character n-grams of the vocabulary's words (buildIndex)
+	wordGrams []int32 // the character n-grams of the vocabulary's words (refWordGrams)
 }
 
 // Head is one multinomial logistic regression: Weights holds, for each feature in
@@ -131,7 +131,33 @@ func (m *Model) buildIndex() {
 		}
 		m.table[j] = slot{hash: h, idx: int32(i)}
 	}
-	m.wordGrams = newGramTable(m.Features, newVectorizer(m.lookup).gramsOf)
+	m.refWordGrams(newGramTable(m.Features, newVectorizer(m.lookup).gramsOf))
+}
+
+// refWordGrams keeps the character n-grams of the vocabulary's words (t) in wordGrams and
+// puts where each word's are in its slot of the table, so that the lookup that finds a
+// word finds them too: a word the model knows then costs one read of the table and one
+// of its n-grams (an array by word in between was a third, missed in the cache as often).
+// A vocabulary too large to say where in a slot's 32 bits keeps them nowhere, and its
+// vectorizers look the n-grams up instead (the same features).
+func (m *Model) refWordGrams(t *gramTable) {
+	if len(t.grams) >= 1<<23 {
+		return
+	}
+	mask := uint64(len(m.table) - 1)
+	for k := 0; k+1 < len(t.start); k++ {
+		start, n := t.start[k], t.start[k+1]-t.start[k]
+		if n >= 1<<8 {
+			return
+		}
+		h := maphash.String(m.seed, m.Features[int(t.first)+k])
+		j := h & mask
+		for m.table[j].hash != h {
+			j = (j + 1) & mask
+		}
+		m.table[j].grams = gramRef(1<<31 | uint32(start)<<8 | uint32(n))
+	}
+	m.wordGrams = t.grams
 }
 
 // distinctSeed returns a hash seed under which every feature's hash is its own.
@@ -153,14 +179,31 @@ func (m *Model) distinctSeed() maphash.Seed {
 // (grams.go).
 func (m *Model) newVectorizer(seen *gramCache) *vectorizer {
 	v := newVectorizer(m.lookup)
-	v.known, v.seen = m.wordGrams, seen
+	v.seen = seen
+	if m.wordGrams != nil {
+		v.lookupWord = m.lookupWord
+	}
 	return v
 }
 
-// slot is an entry of the feature table: a feature's hash and position, -1 when empty.
+// slot is an entry of the feature table: a feature's hash and position, -1 when empty,
+// and for a word feature where its character n-grams are (refWordGrams).
 type slot struct {
-	hash uint64
-	idx  int32
+	hash  uint64
+	idx   int32
+	grams gramRef
+}
+
+// gramRef says where a word's n-gram features are in Model.wordGrams: a set top bit, then
+// the first's position (23 bits) and their number (8 bits).
+type gramRef uint32
+
+func (r gramRef) of(all []int32) ([]int32, bool) {
+	if r == 0 {
+		return nil, false
+	}
+	start := int(r>>8) & (1<<23 - 1)
+	return all[start : start+int(r&0xff)], true
 }
 
 // probes are the two filter bits of a key's hash.
@@ -170,19 +213,30 @@ func (m *Model) probes(h uint64) (uint64, uint64) {
 }
 
 func (m *Model) lookup(key []byte) (int32, bool) {
+	s := m.find(key)
+	return s.idx, s.idx >= 0
+}
+
+// lookupWord returns the feature of key ("w:" and a word), and its word's n-gram features
+// when the model keeps them (refWordGrams).
+func (m *Model) lookupWord(key []byte) (feature int32, grams []int32, known, gramsKnown bool) {
+	s := m.find(key)
+	grams, gramsKnown = s.grams.of(m.wordGrams)
+	return s.idx, grams, s.idx >= 0, gramsKnown
+}
+
+// find returns key's slot, or one whose idx is -1.
+func (m *Model) find(key []byte) slot {
 	h := maphash.Bytes(m.seed, key)
 	a, b := m.probes(h)
 	if m.filter[a>>6]&(1<<(a&63)) == 0 || m.filter[b>>6]&(1<<(b&63)) == 0 {
-		return 0, false
+		return slot{idx: -1}
 	}
 	mask := uint64(len(m.table) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
 		s := m.table[j]
-		if s.idx < 0 {
-			return 0, false
-		}
-		if s.hash == h { // buildIndex made every feature's hash its own
-			return s.idx, true
+		if s.idx < 0 || s.hash == h { // buildIndex made every feature's hash its own
+			return s
 		}
 	}
 }
