@@ -45,7 +45,7 @@ import (
 // at a time, so do most API clients) number about that many, and once all of them are
 // queued none can come before this commit: waiting on would add the wait to every one of
 // them. With smtpbench's eight sessions, stopping there took the ingest rate from 0.79 to
-// about 0.92 of 36f6f2e's (whose SMTP sessions announced their deliveries to the store)
+// 0.94-0.96 of 36f6f2e's (whose SMTP sessions announced their deliveries to the store)
 // at the same CPU per message (BENCHMARKS.md). The store decides from what it sees queue,
 // so no caller has to steer it; at worst the wait adds gatherWait to a commit (while a
 // burst of more writers than there are now is remembered). A lone client writing in a
