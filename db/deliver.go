@@ -72,10 +72,17 @@ func storeAll(tx Tx, ps []Prepared) ([]Stored, error) {
 // point to (chooseThread), and a message whose triage was analyzed before it was stored
 // (ChargeTriage) spends a triage unit of its account; when the allowance is spent it is
 // stored with no triage at all, as a queued analysis would be (API-NOTES section 8).
+//
+// Errors: inbox_retired: the inbox was deleted after its recipient was resolved (a
+// delivery or send that raced the deletion, on this process or another). Mail is stored
+// before an inbox's deletion, and deleted with it, or refused: never stored after it.
 func StoreMessage(tx Tx, p Prepared) (Stored, error) {
 	m := p.Message()
 	if st, err := tx.StoredMessage(m.InboxID, m.MessageID); err != nil || st != nil {
 		return existed(st), err
+	}
+	if retired, err := tx.InboxRetired(m.InboxID); err != nil || retired {
+		return Stored{}, orRetired(err)
 	}
 	thread, err := chooseThread(tx, m)
 	if err != nil {
@@ -121,6 +128,26 @@ func writeCharged(tx Tx, p Prepared, thread ThreadRef) (st Stored, view func(row
 	}
 	st, err = tx.WriteMessage(p, thread, withTriage)
 	return st, func(row int64) *Message { return m.storedView(row, thread, withTriage) }, err
+}
+
+// orRetired is err, or the refusal of mail for a deleted inbox when err is nil.
+func orRetired(err error) error {
+	if err != nil {
+		return err
+	}
+	return Errorf(ECodeInboxRetired, "the inbox was deleted")
+}
+
+// StoreLocal stores the copy of a local delivery, o.Local prepared as p, in the unit that
+// records the outcome o, and returns the outcome to record: o, or o.LocalGone when the
+// recipient inbox was deleted after the delivery was routed (StoreMessage refuses the
+// copy then).
+func StoreLocal(tx Tx, p Prepared, o OutboundOutcome) (OutboundOutcome, error) {
+	_, err := StoreMessage(tx, p)
+	if IsCode(err, ECodeInboxRetired) && o.LocalGone != nil {
+		return *o.LocalGone, nil
+	}
+	return o, err
 }
 
 func existed(st *Stored) Stored {

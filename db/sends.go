@@ -54,4 +54,7 @@ type OutboundOutcome struct {
 	// Local, when set, is the copy stored in a local recipient inbox in the same
 	// transaction, so a crash cannot deliver it without recording it, or the reverse.
 	Local *NewMessage
+	// LocalGone is what is recorded instead when Local's inbox was deleted after the
+	// delivery was routed (StoreLocal); without it the outcome fails as StoreMessage does.
+	LocalGone *OutboundOutcome
 }

@@ -63,6 +63,9 @@ type Tx interface {
 	InboxAccount(inboxID int64) (string, error)
 	// StoredMessage returns the message of an inbox with a Message-ID, nil when none.
 	StoredMessage(inboxID int64, messageID string) (*Stored, error)
+	// InboxRetired reports whether an inbox is deleted, and keeps it from being deleted
+	// until the unit ends: what the unit then stores in a live inbox is deleted with it.
+	InboxRetired(inboxID int64) (bool, error)
 	// ThreadByUUID returns the row of a thread of an inbox, and whether it exists.
 	ThreadByUUID(inboxID int64, uuid string) (int64, bool, error)
 	// ThreadsOf returns the threads of the stored, non-quarantined messages of an inbox

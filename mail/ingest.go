@@ -87,16 +87,45 @@ type Incoming struct {
 // acknowledges on a nil error never acknowledges mail that could still be lost. Many
 // concurrent calls share one commit (the store's group commit).
 //
-// Errors: ErrEmptyMessage, ErrScanUnavailable (transient), and storage errors (transient:
-// the sender should retry).
+// A recipient inbox deleted after ResolveRecipient named it gets no copy: the others are
+// stored, as if the message had come just before the deletion and gone with the inbox,
+// and with none left the message is refused (ErrRecipientRetired).
+//
+// Errors: ErrEmptyMessage, ErrRecipientRetired, ErrScanUnavailable (transient), and
+// storage errors (transient: the sender should retry).
 func (s *Service) Receive(ctx context.Context, in Incoming) ([]db.Stored, error) {
 	a, err := s.arrive(ctx, in.Data, Origin{RemoteIP: in.RemoteIP, Helo: in.Helo, MailFrom: in.MailFrom})
 	if err != nil {
 		return nil, err
 	}
 	msgs := s.copies(ctx, a, in.Inboxes, s.store.Now(), in.Trace)
-	if len(msgs) == 0 {
-		return nil, nil
+	for len(msgs) > 0 {
+		stored, err := db.Deliver(ctx, s.store, msgs)
+		if !db.IsCode(err, db.ECodeInboxRetired) {
+			return stored, err
+		}
+		if msgs, err = s.forLiveInboxes(ctx, msgs); err != nil {
+			return nil, err
+		}
+		if len(msgs) == 0 {
+			return nil, ErrRecipientRetired
+		}
 	}
-	return db.Deliver(ctx, s.store, msgs)
+	return nil, nil
+}
+
+// forLiveInboxes returns the copies of msgs whose inboxes are not deleted. An inbox once
+// deleted stays so: each round of Receive drops at least one copy.
+func (s *Service) forLiveInboxes(ctx context.Context, msgs []db.NewMessage) ([]db.NewMessage, error) {
+	live := msgs[:0:0]
+	for _, m := range msgs {
+		in, err := s.store.InboxByRowID(ctx, m.InboxID)
+		if err != nil {
+			return nil, err
+		}
+		if !in.Retired {
+			live = append(live, m)
+		}
+	}
+	return live, nil
 }

@@ -204,7 +204,7 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 	case errors.Is(err, ErrUnknownRecipient):
 		return localBounce("550", "5.1.1", "unknown recipient"), settled
 	case errors.Is(err, ErrRecipientRetired):
-		return localBounce("550", "5.1.1", "recipient mailbox was deleted"), settled
+		return retiredBounce(), settled
 	case errors.Is(err, ErrRecipientPending):
 		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "450", Enhanced: "4.2.1", Reason: "recipient mailbox setup is not finished"}), settled
 	case err != nil:
@@ -222,11 +222,14 @@ func (r *router) route(cfg OutboundConfig, j db.OutboundJob) (db.OutboundOutcome
 		return s.retry(cfg, j, now, ProviderLocal, Result{Code: "451", Enhanced: "4.3.0", Reason: "the message could not be scanned: " + m.err.Error()}), settled
 	}
 	// Stored with the outcome, in its transaction, by db.StoreMessage like any received copy.
+	// The inbox may be deleted before then: the bounce is recorded instead, as if it had
+	// been deleted before this pass.
 	msg := s.copies(r.ctx, m.arrival, []int64{inbox}, now, "")[0]
+	gone := retiredBounce()
 	return db.OutboundOutcome{
 		Update: db.RecipientDelivery{Status: db.RecipientDelivered, Provider: ProviderLocal, SMTPStatusCode: "250",
 			SMTPEnhancedStatusCode: "2.0.0", DeliveryEventAt: db.Time{Time: now}.String(), DeliveryTimeMs: deliveryTime(j, now)},
-		Local: &msg,
+		Local: &msg, LocalGone: &gone,
 	}, settled
 }
 
@@ -236,6 +239,11 @@ func deliveryTime(j db.OutboundJob, now time.Time) *int64 {
 	}
 	ms := max(now.Sub(j.CreatedAt).Milliseconds(), 0)
 	return &ms
+}
+
+// retiredBounce is the bounce of mail for a local inbox that was deleted.
+func retiredBounce() db.OutboundOutcome {
+	return localBounce("550", "5.1.1", "recipient mailbox was deleted")
 }
 
 // localBounce is a permanent failure to deliver into an inbox of this server. An address

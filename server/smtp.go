@@ -376,6 +376,8 @@ func (x *smtpSession) Data(r io.Reader) (err error) {
 		return nil
 	case errors.Is(err, mail.ErrEmptyMessage):
 		return errEmpty
+	case errors.Is(err, mail.ErrRecipientRetired):
+		return errRetiredRcpt // deleted while the message was on its way
 	}
 	x.srv.log.Error("smtp: store message", "from", x.from, "rcpts", len(x.rcpts), "err", err)
 	return errStoreFailure

@@ -188,7 +188,7 @@ func (s *Store) finishOutbound(w *wtx, job db.OutboundJob, o db.OutboundOutcome,
 		return err
 	}
 	if local != nil {
-		if err := w.storeLocal(local); err != nil {
+		if o, err = w.storeLocal(local, o); err != nil {
 			return err
 		}
 	}
@@ -225,14 +225,15 @@ func (s *Store) finishOutbound(w *wtx, job db.OutboundJob, o db.OutboundOutcome,
 	return err
 }
 
-// storeLocal stores a local delivery's copy by the rules of db.StoreMessage, at the
-// message's own time (its events and billing period are the delivery's).
-func (w *wtx) storeLocal(p *prepared) error {
+// storeLocal stores a local delivery's copy by the rules of db.StoreLocal, at the
+// message's own time (its events and billing period are the delivery's), and returns the
+// outcome to record.
+func (w *wtx) storeLocal(p *prepared, o db.OutboundOutcome) (db.OutboundOutcome, error) {
 	now := w.now
 	w.now = p.m.Timestamp
-	_, err := db.StoreMessage(&unit{w}, p)
+	o, err := db.StoreLocal(&unit{w}, p, o)
 	w.now = now
-	return err
+	return o, err
 }
 
 // updateRecipient sets one recipient's state in a sent message's delivery record and

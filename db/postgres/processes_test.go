@@ -416,8 +416,9 @@ func TestListenerComesBackAfterItsConnectionIsDropped(t *testing.T) {
 }
 
 // An inbox deleted on one process while another stores replies into its threads is
-// deleted, and every delivery either lands before the deletion or fails with a model
-// error: no foreign key violation surfaces as an internal error.
+// deleted, and every delivery either lands before the deletion (and goes with it) or is
+// refused with a model error: none is stored in the retired inbox after it, and no
+// foreign key violation surfaces as an internal error.
 func TestDeleteInboxWhileRepliesArriveOnAnotherProcess(t *testing.T) {
 	for round := range 5 {
 		c := newCluster(t, 2)
@@ -440,5 +441,8 @@ func TestDeleteInboxWhileRepliesArriveOnAnotherProcess(t *testing.T) {
 			var de *db.Error
 			qt.Assert(t, i != 10 && errors.As(err, &de), qt.IsTrue, qt.Commentf("call %d: %v", i, err))
 		}
+		left, _, err := c.stores[1].ListMessages(ctx, c.inbox.ID, db.MessageFilter{}, 100, "")
+		qt.Assert(t, err, qt.IsNil)
+		qt.Assert(t, left, qt.HasLen, 0, qt.Commentf("mail stored in the inbox after its deletion"))
 	}
 }

@@ -66,6 +66,21 @@ func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error
 	return st, nil
 }
 
+// InboxRetired answers from what StoredMessage read with the inbox's lock, which a
+// deletion waits for; it reads and locks itself when asked first.
+func (u *unit) InboxRetired(inboxID int64) (bool, error) {
+	if retired, ok := u.read.retired[inboxID]; ok {
+		return retired, nil
+	}
+	b := &pgx.Batch{}
+	locked := u.queueShareInbox(b, inboxID)
+	if err := u.send(b); err != nil {
+		return false, err
+	}
+	locked()
+	return u.read.retired[inboxID], nil
+}
+
 func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
 	var row int64
 	err := u.queryRow("SELECT id FROM threads WHERE uuid = $1 AND inbox_id = $2", uuid, inboxID).Scan(&row)

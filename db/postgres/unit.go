@@ -74,6 +74,7 @@ type readMemo struct {
 	inboxAccounts map[int64]string
 	plans         map[string]string
 	rowInbox      map[int64]int64         // the inbox of each message the transaction wrote
+	retired       map[int64]bool          // whether an inbox is deleted, read with its lock (queueShareInbox)
 	hooks         map[string][]db.Webhook // enabled webhooks, by account (forgotten when a unit changes one)
 }
 
@@ -375,19 +376,27 @@ func (w *wtx) lockInbox(inboxID int64) error {
 }
 
 // queueShareInbox queues in b the locking of an inbox's row against its deletion for the
-// rest of the transaction, before a message is stored in it, and returns what marks it
-// held once b has run. Without it, a message committed into one of the inbox's threads
+// rest of the transaction, before a message is stored in it, and the reading of whether
+// it is deleted already (InboxRetired answers from it); it returns what marks it held
+// once b has run. Without the lock, a message committed into one of the inbox's threads
 // while DeleteInbox runs (its statements each see the commits made before they start)
 // would be left pointing at a thread DeleteInbox then deletes: a foreign key violation
-// there. Deliveries to one inbox share the lock and do not wait for each other.
+// there; and one that waited for the lock would find the row retired, which only the
+// read then shows. Deliveries to one inbox share the lock and do not wait for each other.
 func (w *wtx) queueShareInbox(b *pgx.Batch, inboxID int64) (held func()) {
 	id := strconv.FormatInt(inboxID, 10)
 	key := "s:" + id
-	if w.locked["i:"+id] || w.locked[key] {
-		return func() {} // this unit holds it, or the stronger lock, already
+	if _, read := w.read.retired[inboxID]; read && (w.locked["i:"+id] || w.locked[key]) {
+		return func() {} // this unit holds it, or the stronger lock, already, and read it
 	}
-	b.Queue("SELECT 1 FROM inboxes WHERE id = $1 FOR SHARE", inboxID)
-	return func() { w.markLocked(key) }
+	var retired bool
+	b.Queue("SELECT retired_at IS NOT NULL FROM inboxes WHERE id = $1 FOR SHARE", inboxID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&retired)
+	})
+	return func() {
+		w.markLocked(key)
+		remember(&w.read.retired, inboxID, retired)
+	}
 }
 
 func (w *wtx) lockRow(key, sql string, arg any) error {

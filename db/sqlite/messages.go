@@ -53,10 +53,10 @@ func pack(n *db.NewMessage) *packedMessage {
 	return p
 }
 
-// insertMessage stores n, packed as p (pack(n)), by the rules of db.StoreMessage: for the
-// writes of the store's own that store messages (a local delivery's copy).
-func insertMessage(ctx context.Context, tx *sql.Tx, sig *eventSignal, n *db.NewMessage, p *packedMessage) (db.Stored, error) {
-	return db.StoreMessage(&unit{ctx: ctx, tx: tx, now: n.Timestamp, events: sig}, &prepared{m: *n, p: p})
+// storeLocal stores the copy of a local delivery, o.Local packed as p (pack(o.Local)), by
+// the rules of db.StoreLocal, at the copy's own time, and returns the outcome to record.
+func storeLocal(ctx context.Context, tx *sql.Tx, sig *eventSignal, o db.OutboundOutcome, p *packedMessage) (db.OutboundOutcome, error) {
+	return db.StoreLocal(&unit{ctx: ctx, tx: tx, now: o.Local.Timestamp, events: sig}, &prepared{m: *o.Local, p: p}, o)
 }
 
 // writeMessage writes message n into thread (db.Tx.WriteMessage).

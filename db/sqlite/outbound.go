@@ -53,7 +53,8 @@ func finishOutbound(ctx context.Context, tx *sql.Tx, sig *eventSignal, job db.Ou
 		return nil // the inbox was deleted meanwhile, or another attempt finished it
 	}
 	if o.Local != nil {
-		if _, err := insertMessage(ctx, tx, sig, o.Local, packed); err != nil {
+		var err error
+		if o, err = storeLocal(ctx, tx, sig, o, packed); err != nil {
 			return err
 		}
 	}

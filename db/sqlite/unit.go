@@ -147,6 +147,14 @@ func (u *unit) InboxAccount(inboxID int64) (string, error) {
 	return account, err
 }
 
+// InboxRetired needs no lock: the unit runs on the one writer, where no deletion can
+// come between it and its commit.
+func (u *unit) InboxRetired(inboxID int64) (bool, error) {
+	var retired bool
+	err := u.tx.QueryRowContext(u.ctx, "SELECT retired_at IS NOT NULL FROM inboxes WHERE id = ?", inboxID).Scan(&retired)
+	return retired, err
+}
+
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
 	var st db.Stored
 	err := u.tx.QueryRowContext(u.ctx, `SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id

@@ -219,6 +219,46 @@ func inboxTests() []test {
 			_, err = db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: in.Address, DefaultDomain: "x.test"})
 			e.isCode(err, db.ECodeInboxConflict)
 		}},
+		{"mail for an inbox deleted after its address was resolved is refused, all of it", func(e *env) {
+			in := e.newInbox("acme", "gone@x.test")
+			resolved, err := e.st.LocalInbox(e.ctx, in.Address)
+			e.Assert(err, qt.IsNil)
+			e.Assert(resolved.Retired, qt.IsFalse)
+			e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
+			_, err = db.Deliver(e.ctx, e.st, []db.NewMessage{e.mail(resolved, "<late@far.test>")})
+			e.isCode(err, db.ECodeInboxRetired)
+			_, err = db.Deliver(e.ctx, e.st, []db.NewMessage{e.mail(e.inbox, "<both@far.test>"), e.mail(resolved, "<both@far.test>")})
+			e.isCode(err, db.ECodeInboxRetired)
+			for _, inbox := range []*db.Inbox{resolved, e.inbox} {
+				msgs, _, err := e.st.ListMessages(e.ctx, inbox.ID, db.MessageFilter{}, 10, "")
+				e.Assert(err, qt.IsNil)
+				e.Assert(msgs, qt.HasLen, 0, qt.Commentf("inbox %s", inbox.Address))
+			}
+			_, err = db.CommitSend(e.ctx, e.st, e.sendRequest(resolved, "k1", "a@far.test"))
+			e.isCode(err, db.ECodeInboxRetired)
+		}},
+		{"a local delivery into an inbox deleted after it was routed records what LocalGone says", func(e *env) {
+			in := e.newInbox("acme", "gone@x.test")
+			res := e.send(e.inbox, "k1", in.Address)
+			jobs, err := e.st.ClaimOutbound(e.ctx, 10)
+			e.Assert(err, qt.IsNil)
+			e.Assert(jobs, qt.HasLen, 1)
+			e.Assert(e.st.DeleteInbox(e.ctx, in), qt.IsNil)
+			copy := e.mail(in, "<k1@x.test>")
+			bounce := db.OutboundOutcome{Update: db.RecipientDelivery{Status: db.RecipientBounced, Reason: "recipient mailbox was deleted",
+				SMTPStatusCode: "550", SMTPEnhancedStatusCode: "5.1.1"}, Suppress: true}
+			e.Assert(e.st.FinishOutboundBatch(e.ctx, jobs, []db.OutboundOutcome{{Update: db.RecipientDelivery{Status: db.RecipientDelivered},
+				Local: &copy, LocalGone: &bounce}}), qt.IsNil)
+			m := e.message(e.inbox, res.MessageID)
+			e.Assert(m.Delivery.Recipients[0].Status, qt.Equals, db.RecipientBounced)
+			e.Assert(m.Labels, qt.Contains, db.LabelBounced)
+			msgs, _, err := e.st.ListMessages(e.ctx, in.ID, db.MessageFilter{}, 10, "")
+			e.Assert(err, qt.IsNil)
+			e.Assert(msgs, qt.HasLen, 0)
+			left, err := e.st.ClaimOutbound(e.ctx, 10)
+			e.Assert(err, qt.IsNil)
+			e.Assert(left, qt.HasLen, 0)
+		}},
 		{"an address off the default domain needs a domain of the account", func(e *env) {
 			_, err := db.CreateInbox(e.ctx, e.st, db.NewInbox{AccountID: "acme", Address: "a@elsewhere.test", DefaultDomain: "x.test"})
 			e.isCode(err, db.ECodeDomainNotReady)
