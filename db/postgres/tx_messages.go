@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"hash/fnv"
 	"sync"
 	"unicode/utf8"
 
@@ -43,11 +44,13 @@ func prepare(m *db.NewMessage) *prepared {
 }
 
 // StoredMessage is the first thing storing a message asks (db.StoreMessage), so it also
-// keeps the inbox from being deleted under the delivery (queueShareInbox), in the same round
-// trip.
+// keeps the inbox from being deleted under the delivery (queueShareInbox), and takes the
+// message's threading lock (below), in the same round trip.
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
 	b := &pgx.Batch{}
 	locked := u.queueShareInbox(b, inboxID)
+	k1, k2 := threadingKey(inboxID, messageID)
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", k1, k2)
 	var st *db.Stored
 	b.Queue(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).QueryRow(func(row pgx.Row) error {
@@ -90,18 +93,57 @@ func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
 	return row, err == nil, err
 }
 
+// Threading locks. A message joins the thread of the latest message it names that is
+// stored (db.chooseThread); on SQLite's one writer, that is every one committed before it.
+// Here two units at READ COMMITTED each miss the other's uncommitted row: a reply whose
+// unit looked for its original just before the original committed on another process
+// would start a thread of its own, and commit after it, for good. So each message takes,
+// to the end of its transaction, an exclusive advisory lock keyed by its inbox and
+// Message-ID before it is stored (StoredMessage), and a shared one of each Message-ID it
+// names before it looks for them (ThreadsOf, the lookup a statement after, so that it sees
+// what committed while it waited): of a reply and its original stored at once, either the
+// original commits first and the reply then finds it, or the reply commits first and the
+// original waits for it, as on SQLite. Replies to one message share its lock.
+//
+// Only the last maxThreadLocks Message-IDs a message names are locked, which bounds the
+// locks a group of units holds (PostgreSQL keeps them in a table of fixed size): a message
+// stored at the same instant as one it names is almost always the one it answers (the
+// last, In-Reply-To), the older ones of a thread were stored long before.
+const maxThreadLocks = 8
+
+// threadingKey is the advisory lock of a Message-ID of an inbox: two int4 keys, a space
+// apart from the bigint keys of the log and migration locks. A collision of two ids only
+// makes their units wait for each other.
+func threadingKey(inboxID int64, messageID string) (int32, int32) {
+	h := fnv.New32a()
+	h.Write([]byte(messageID))
+	return int32(inboxID), int32(h.Sum32())
+}
+
 func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, error) {
 	found := map[string]db.ThreadRef{}
 	if len(ids) == 0 {
 		return found, nil
 	}
-	rows, err := u.query(`SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
-		WHERE m.inbox_id = $1 AND NOT m.quarantined AND m.message_id = ANY($2)`, inboxID, ids)
-	if err != nil {
+	named := ids[max(len(ids)-maxThreadLocks, 0):]
+	keys := make([]int32, len(named))
+	var k1 int32
+	for i, id := range named {
+		k1, keys[i] = threadingKey(inboxID, id)
+	}
+	b := &pgx.Batch{}
+	// In key order, so that two units naming the same ids take them in one order.
+	b.Queue("SELECT pg_advisory_xact_lock_shared($1, k) FROM (SELECT DISTINCT k FROM unnest($2::int4[]) k ORDER BY k) s", k1, keys)
+	b.Queue(`SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
+		WHERE m.inbox_id = $1 AND NOT m.quarantined AND m.message_id = ANY($2)`, inboxID, ids).Query(func(rows pgx.Rows) error {
+		var err error
+		found, err = db.ScanThreadRefs(rows, found)
+		return err
+	})
+	if err := u.send(b); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return db.ScanThreadRefs(rows, found)
+	return found, nil
 }
 
 // NewThread takes the new thread's row from the store's reserve (threadIDs) and sends its
