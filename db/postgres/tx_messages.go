@@ -396,16 +396,20 @@ func (w *wtx) appendToThread(threadRow, messageRow int64, n *db.NewMessage) erro
 	ts, trashed := millis(n.Timestamp), hasLabel(n.Labels, db.LabelTrash)
 	var (
 		lastTS                      int64
+		last                        *int64
 		received, sent              *int64
 		allTrashed, quarantined     bool
 		senders, recipients, labels *string
 	)
-	err := w.queryRow(`SELECT last_ts, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels
-		FROM threads WHERE id = $1 FOR NO KEY UPDATE`, threadRow).Scan(&lastTS, &received, &sent, &allTrashed, &quarantined, &senders, &recipients, &labels)
+	err := w.queryRow(`SELECT last_ts, last_message, received_ts, sent_ts, all_trashed, quarantined, senders, recipients, labels
+		FROM threads WHERE id = $1 FOR NO KEY UPDATE`, threadRow).Scan(&lastTS, &last, &received, &sent, &allTrashed, &quarantined, &senders, &recipients, &labels)
 	if err != nil {
 		return err
 	}
-	if ts < lastTS || senders == nil || recipients == nil || labels == nil {
+	// Newest is by time, then row: rows are taken in one order and committed in another,
+	// so a message of the thread's last millisecond may commit after one with a higher row.
+	older := ts < lastTS || (ts == lastTS && last != nil && messageRow < *last)
+	if older || senders == nil || recipients == nil || labels == nil {
 		return w.refreshThread(threadRow)
 	}
 	newest := func(v *int64) *int64 {
