@@ -62,29 +62,41 @@ func TestQueuedUnitsShareACommitAndFailAlone(t *testing.T) {
 func (c *cluster) queueTogether(t *testing.T, n int, fn func(i int) error) []error {
 	t.Helper()
 	s := c.stores[0]
-	// One unit that waits in each committer.
-	held, release := make(chan struct{}), make(chan struct{})
+	release := holdCommitters(s)
+	done := make(chan []error)
+	go func() { done <- c.each(n, func(i int, _ *postgres.Store) error { return fn(i) }) }()
+	waitQueued(t, s, n)
+	release()
+	return <-done
+}
+
+// holdCommitters holds every committer of s with a unit that waits, until release: the
+// units asked of s meanwhile queue, and then run as one group.
+func holdCommitters(s *postgres.Store) (release func()) {
+	held, free := make(chan struct{}), make(chan struct{})
 	for range postgres.Committers {
 		var once sync.Once
 		go s.Update(context.Background(), func(db.Tx) error {
 			once.Do(func() { held <- struct{}{} })
-			<-release
+			<-free
 			return nil
 		})
 		<-held
 	}
-	done := make(chan []error)
-	go func() { done <- c.each(n, func(i int, _ *postgres.Store) error { return fn(i) }) }()
+	return func() { close(free) }
+}
+
+// waitQueued waits until n units wait for the committers of s.
+func waitQueued(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.UnitsQueued() != n {
 		if time.Now().After(deadline) {
 			t.Errorf("%d units queued, want %d", s.UnitsQueued(), n)
-			break
+			return
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
-	return <-done
 }
 
 // accountExists reads whether an account exists.

@@ -20,8 +20,24 @@ func (u *unit) CountWebhooks(accountID string) (int, error) {
 	return n, err
 }
 
-func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
+// A change to webhooks takes the log lock (log.go) before it writes, as an append to the
+// event log does: it then commits between two appends, never during one, so an event is
+// fanned out exactly by the webhooks committed before it, as on SQLite (migration 0015).
+// Without it, a change committed while a unit held the lock, after the unit had read the
+// webhooks with its event (appendEvent) and before it committed, was missed by the
+// unit's events (and by the rest of its group, which reads the webhooks once): events in
+// the log after a webhook's creation without a delivery.
+func (u *unit) lockLogsForHooks() error {
 	u.read.hooks = nil
+	b := &pgx.Batch{}
+	u.lockLogs(b)
+	return u.send(b)
+}
+
+func (u *unit) InsertWebhook(w *db.Webhook) (int64, error) {
+	if err := u.lockLogsForHooks(); err != nil {
+		return 0, err
+	}
 	var id int64
 	err := u.queryRow(`INSERT INTO webhooks(uuid, account_id, url, event_types, inbox_ids, inbox_rows, description,
 		enabled, secret, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
@@ -46,7 +62,9 @@ func (u *unit) WebhookWithSecret(accountID, secret string) (*db.Webhook, error) 
 }
 
 func (u *unit) SaveWebhook(w *db.Webhook) error {
-	u.read.hooks = nil
+	if err := u.lockLogsForHooks(); err != nil {
+		return err
+	}
 	_, err := u.exec(`UPDATE webhooks SET account_id = $1, url = $2, event_types = $3, inbox_ids = $4, inbox_rows = $5,
 		description = $6, enabled = $7, secret = $8, created_at = $9, updated_at = $10 WHERE id = $11`, append(db.WebhookValues(w), w.Row)...)
 	return err
@@ -54,7 +72,9 @@ func (u *unit) SaveWebhook(w *db.Webhook) error {
 
 // DeleteWebhook deletes the webhook; its deliveries go by the foreign key's cascade.
 func (u *unit) DeleteWebhook(row int64) error {
-	u.read.hooks = nil
+	if err := u.lockLogsForHooks(); err != nil {
+		return err
+	}
 	_, err := u.exec("DELETE FROM webhooks WHERE id = $1", row)
 	return err
 }
