@@ -44,6 +44,20 @@ func (h *attemptHolder) gate(r *http.Request) bool {
 	}
 }
 
+// waitHeld waits until the holder holds a request of p (a what), and a little longer, so
+// that p has claimed what it can take at once.
+func (h *attemptHolder) waitHeld(t *testing.T, p *proc, what string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for held, _ := h.counts(); held == 0; held, _ = h.counts() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 15 s:\n%s", what, p.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+
 func (h *attemptHolder) counts() (held, cut int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -83,18 +97,11 @@ func TestKillDuringWebhookDeliveryOnPostgres(t *testing.T) {
 	for n := range 6 {
 		deliver(victim, n)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for held, _ := holder.counts(); held == 0; held, _ = holder.counts() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook attempt within 15 s:\n%s", victim.logText())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // the victim claims what it can take at once
+	holder.waitHeld(t, victim, "webhook attempt")
 
 	survivor := startInboxd(t, bin, "--db", dbURL, "--data-dir", t.TempDir(), "--test-controls")
 	victim.kill(t)
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for _, cut := holder.counts(); cut == 0; _, cut = holder.counts() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the kill cut no attempt in flight")
