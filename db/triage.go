@@ -25,6 +25,9 @@ type TriageJob struct {
 	Text     string
 	Signals  TriageSignals // kept on the queue with the message (NewMessage.TriageSignals)
 	Attempts int           // failed provider attempts so far
+	// LeaseEnds is when the claim's lease ends, after which another process may claim the
+	// message (zero: the store leases nothing, its one process works the queue alone).
+	LeaseEnds time.Time
 }
 
 // TriageSignals are what a triage provider may know of a message besides its words: the

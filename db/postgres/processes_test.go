@@ -249,6 +249,9 @@ func TestTriageClaimsAreLeasedAcrossProcesses(t *testing.T) {
 			claimed[i] = claimed[i][:0]
 			for _, d := range due {
 				claimed[i] = append(claimed[i], d.Job.MessageRow)
+				if !d.Job.LeaseEnds.After(tx.Now()) {
+					return fmt.Errorf("message %d claimed with its lease over at %v", d.Job.MessageRow, d.Job.LeaseEnds)
+				}
 			}
 			return err
 		})

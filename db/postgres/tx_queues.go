@@ -14,7 +14,9 @@ import (
 // run out; FinishTriage takes the row off the queue, or clears the lease with a retry.
 
 // triageLease is how long a claimed message is left to the process that claimed it: far
-// longer than an analysis takes (a provider call is bounded well below it).
+// longer than an analysis takes (a provider call is bounded well below it). A claim waits
+// for a free analyzer too, which may take longer with a slow endpoint: the worker analyzes
+// no message whose lease is (nearly) over (TriageJob.LeaseEnds), and claims it again.
 const triageLease = 5 * time.Minute
 
 func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTriage, error) {
@@ -34,7 +36,12 @@ func (u *unit) DueTriage(now time.Time, limit int, skip []int64) ([]db.QueuedTri
 		return nil, err
 	}
 	defer rows.Close()
-	return db.ScanRows(rows, db.ScanQueuedTriage)
+	due, err := db.ScanRows(rows, db.ScanQueuedTriage)
+	ends := fromMillis(millis(now.Add(triageLease))).Time // as leased_until holds it
+	for i := range due {
+		due[i].Job.LeaseEnds = ends
+	}
+	return due, err
 }
 
 func (u *unit) MarkTriageCharged(messageRow int64, period string) error {

@@ -35,6 +35,14 @@ type Worker struct {
 	kick chan struct{}
 }
 
+// LeaseMargin is the part of a claim's lease (db.TriageJob.LeaseEnds) an analysis leaves
+// for storing its outcome. Past the lease's end another process may claim the message and
+// analyze it too; so an analysis runs only while more than LeaseMargin of the lease is
+// left, and is cut short then: the message stays queued, as if this process had stopped,
+// for the next claim. A job claimed with others waits for a free analyzer, and with a slow
+// endpoint may wait that long.
+const LeaseMargin = 15 * time.Second
+
 // finishTimeout bounds storing outcomes once the worker is stopping.
 const finishTimeout = 10 * time.Second
 
@@ -181,12 +189,31 @@ func (w *Worker) due(ctx context.Context) bool {
 	return ok && !at.After(w.Now())
 }
 
-// analyze runs one analysis and decides its outcome; false when the worker is stopping
-// and the message should stay queued as it is.
+// withinLease bounds an analysis of j by its claim's lease (LeaseMargin): ctx with a
+// deadline that much before the lease ends, or false when that moment has passed.
+func (w *Worker) withinLease(ctx context.Context, j db.TriageJob) (context.Context, context.CancelFunc, bool) {
+	if j.LeaseEnds.IsZero() {
+		return ctx, func() {}, true
+	}
+	left := j.LeaseEnds.Sub(w.Now()) - LeaseMargin
+	if left <= 0 {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
+	return ctx, cancel, true
+}
+
+// analyze runs one analysis and decides its outcome; false when the worker is stopping,
+// or the claim's lease is (nearly) over, and the message should stay queued as it is.
 func (w *Worker) analyze(ctx context.Context, j db.TriageJob) (db.TriageOutcome, bool) {
 	if ctx.Err() != nil {
 		return db.TriageOutcome{}, false
 	}
+	ctx, cancel, ok := w.withinLease(ctx, j)
+	if !ok {
+		return db.TriageOutcome{}, false
+	}
+	defer cancel()
 	in := NewInput(j.From, j.To, j.Cc, j.Subject, j.ReceivedAt, j.Text).WithSignals(j.Signals)
 	start := w.Now()
 	s, err := w.Provider.Analyze(ctx, in)

@@ -394,3 +394,81 @@ func repeat(s string, n int) string {
 	}
 	return string(b)
 }
+
+// leasing is a store whose claims carry a lease (db.TriageJob.LeaseEnds), as a store
+// shared by several processes gives them (db/postgres): past its end another process may
+// claim the message. It records the lease of each message's latest claim, by subject.
+type leasing struct {
+	db.Store
+	clock *clock
+	lease time.Duration
+	mu    sync.Mutex
+	ends  map[string]time.Time
+}
+
+func (l *leasing) TriageTexts(ctx context.Context, jobs []db.TriageJob) ([]db.TriageJob, error) {
+	out, err := l.Store.TriageTexts(ctx, jobs)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range out {
+		out[i].LeaseEnds = l.clock.Now().Add(l.lease)
+		l.ends[out[i].Subject] = out[i].LeaseEnds
+	}
+	return out, err
+}
+
+func (l *leasing) leaseOf(subject string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ends[subject]
+}
+
+// TestWorkerAnalyzesWithinLeases: a claimed message that waited for a free analyzer until
+// its lease (nearly) ended is not analyzed on that claim, which another process may have
+// taken over by then: it is claimed again, and analyzed once, within its new lease. (A slow
+// endpoint and more messages claimed than analyzers would otherwise have two processes
+// analyze one message.)
+func TestWorkerAnalyzesWithinLeases(t *testing.T) {
+	c := qt.New(t)
+	e := newEnv(c, "free")
+	for _, id := range []string{"<a@x>", "<b@x>", "<c@x>"} {
+		e.receive(id, false)
+	}
+	const lease = time.Minute
+	l := &leasing{Store: e.store, clock: e.clock, lease: lease, ends: map[string]time.Time{}}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var late []string // analyses started past their lease's end, less what storing needs
+	calls := map[string]int{}
+	p := &fake{clock: e.clock, answer: func(n int, in triage.Input) (triage.Scores, error) {
+		mu.Lock()
+		calls[in.Subject]++
+		if !e.clock.Now().Before(l.leaseOf(in.Subject).Add(-triage.LeaseMargin)) {
+			late = append(late, in.Subject)
+		}
+		mu.Unlock()
+		if n == 1 {
+			<-release // the first holds the only analyzer while the others wait
+		}
+		return billingHigh, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &triage.Worker{Store: l, Provider: p, Workers: 1, Batch: 3, Poll: 2 * time.Millisecond, Now: e.clock.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	e.eventually("the first analysis", func() bool { return len(p.Calls()) == 1 })
+	e.clock.Advance(lease) // the waiting claims' leases end
+	close(release)
+	for _, id := range []string{"<a@x>", "<b@x>", "<c@x>"} {
+		e.eventually("complete "+id, e.status(id))
+		c.Assert(e.triageOf(id).Status, qt.Equals, db.TriageComplete)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	c.Assert(late, qt.HasLen, 0)
+	c.Assert(calls, qt.DeepEquals, map[string]int{"Invoice <a@x>": 1, "Invoice <b@x>": 1, "Invoice <c@x>": 1})
+	c.Assert(e.used(), qt.Equals, int64(3))
+}
