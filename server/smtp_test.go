@@ -221,6 +221,48 @@ func TestSMTPStoreFailureAnswers451(t *testing.T) {
 	c.Check(se.EnhancedCode, qt.Equals, smtp.EnhancedCode{4, 3, 0})
 }
 
+// TestSMTPInboxDeletedDuringData: an inbox deleted between RCPT and the end of DATA gets
+// no copy (mail is never stored in a deleted inbox); the other recipients get theirs, and
+// with none left the message is refused as RCPT would now refuse it.
+func TestSMTPInboxDeletedDuringData(t *testing.T) {
+	c := qt.New(t)
+	e := newSMTPEnv(t, server.SMTPConfig{})
+	ctx := context.Background()
+	deliver := func(id string, rcpts []string, gone *db.Inbox) error {
+		cl, err := smtp.Dial(e.addr)
+		c.Assert(err, qt.IsNil)
+		defer cl.Close()
+		c.Assert(cl.Mail("ann@customer.example", nil), qt.IsNil)
+		for _, r := range rcpts {
+			c.Assert(cl.Rcpt(r, nil), qt.IsNil)
+		}
+		c.Assert(e.store.DeleteInbox(ctx, gone), qt.IsNil)
+		w, err := cl.Data()
+		c.Assert(err, qt.IsNil)
+		_, err = w.Write(testMessage(id, rcpts[0], "x"))
+		c.Assert(err, qt.IsNil)
+		return w.Close()
+	}
+	left := func(in *db.Inbox) []db.Message {
+		msgs, _, err := e.store.ListMessages(ctx, in.ID, db.MessageFilter{}, 10, "")
+		c.Assert(err, qt.IsNil)
+		return msgs
+	}
+
+	sales := e.inbox("sales@inboxd.test")
+	c.Assert(deliver("both-1", []string{"support@inboxd.test", "sales@inboxd.test"}, sales), qt.IsNil)
+	c.Check(e.messages("support@inboxd.test"), qt.HasLen, 1)
+	c.Check(left(sales), qt.HasLen, 0)
+
+	team := e.inbox("team@acme.example")
+	err := deliver("gone-1", []string{"team@acme.example"}, team)
+	var se *smtp.SMTPError
+	c.Assert(errors.As(err, &se), qt.IsTrue, qt.Commentf("%v", err))
+	c.Check(se.Code, qt.Equals, 550)
+	c.Check(se.EnhancedCode, qt.Equals, smtp.EnhancedCode{5, 1, 6})
+	c.Check(left(team), qt.HasLen, 0)
+}
+
 // TestSMTPEmptyMessage refuses a message with nothing in it.
 func TestSMTPEmptyMessage(t *testing.T) {
 	c := qt.New(t)
