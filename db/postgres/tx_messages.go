@@ -49,8 +49,10 @@ func prepare(m *db.NewMessage) *prepared {
 func (u *unit) StoredMessage(inboxID int64, messageID string) (*db.Stored, error) {
 	b := &pgx.Batch{}
 	locked := u.queueShareInbox(b, inboxID)
-	k1, k2 := threadingKey(inboxID, messageID)
-	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", k1, k2)
+	if u.takeThreadLocks(1) == 1 {
+		k1, k2 := threadingKey(inboxID, messageID)
+		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", k1, k2)
+	}
 	var st *db.Stored
 	b.Queue(`SELECT m.id, m.message_id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.inbox_id = $1 AND m.message_id = $2`, inboxID, messageID).QueryRow(func(row pgx.Row) error {
@@ -105,11 +107,27 @@ func (u *unit) ThreadByUUID(inboxID int64, uuid string) (int64, bool, error) {
 // original commits first and the reply then finds it, or the reply commits first and the
 // original waits for it, as on SQLite. Replies to one message share its lock.
 //
-// Only the last maxThreadLocks Message-IDs a message names are locked, which bounds the
-// locks a group of units holds (PostgreSQL keeps them in a table of fixed size): a message
-// stored at the same instant as one it names is almost always the one it answers (the
-// last, In-Reply-To), the older ones of a thread were stored long before.
-const maxThreadLocks = 8
+// PostgreSQL keeps these locks in a table of fixed size, shared by every session, and a
+// transaction holds them to its end; so they are bounded. Only the last maxThreadLocks
+// Message-IDs a message names are locked: a message stored at the same instant as one it
+// names is almost always the one it answers (the last, In-Reply-To), the older ones of a
+// thread were stored long before. And a transaction takes at most maxTxThreadLocks, all a
+// full group of deliveries needs (group.go), where concurrent deliveries race: a unit that
+// stores more (a fixture set loaded by seed, a benchmark's batch) stores the rest without
+// them, rather than fail with "out of shared memory".
+const (
+	maxThreadLocks   = 8
+	maxTxThreadLocks = maxGroupUnits * (1 + maxThreadLocks)
+)
+
+// takeThreadLocks returns how many of n threading locks w may still take, and counts them
+// taken. (A savepoint rolled back releases its locks and leaves the count: w then takes
+// fewer, never more.)
+func (w *wtx) takeThreadLocks(n int) int {
+	n = min(n, maxTxThreadLocks-w.threadLocks)
+	w.threadLocks += n
+	return n
+}
 
 // threadingKey is the advisory lock of a Message-ID of an inbox: two int4 keys, a space
 // apart from the bigint keys of the log and migration locks. A collision of two ids only
@@ -125,15 +143,17 @@ func (u *unit) ThreadsOf(inboxID int64, ids []string) (map[string]db.ThreadRef, 
 	if len(ids) == 0 {
 		return found, nil
 	}
-	named := ids[max(len(ids)-maxThreadLocks, 0):]
-	keys := make([]int32, len(named))
-	var k1 int32
-	for i, id := range named {
-		k1, keys[i] = threadingKey(inboxID, id)
-	}
+	named := ids[len(ids)-u.takeThreadLocks(min(len(ids), maxThreadLocks)):]
 	b := &pgx.Batch{}
-	// In key order, so that two units naming the same ids take them in one order.
-	b.Queue("SELECT pg_advisory_xact_lock_shared($1, k) FROM (SELECT DISTINCT k FROM unnest($2::int4[]) k ORDER BY k) s", k1, keys)
+	if len(named) > 0 {
+		keys := make([]int32, len(named))
+		var k1 int32
+		for i, id := range named {
+			k1, keys[i] = threadingKey(inboxID, id)
+		}
+		// In key order, so that two units naming the same ids take them in one order.
+		b.Queue("SELECT pg_advisory_xact_lock_shared($1, k) FROM (SELECT DISTINCT k FROM unnest($2::int4[]) k ORDER BY k) s", k1, keys)
+	}
 	b.Queue(`SELECT m.message_id, t.id, t.uuid FROM messages m JOIN threads t ON t.id = m.thread_id
 		WHERE m.inbox_id = $1 AND NOT m.quarantined AND m.message_id = ANY($2)`, inboxID, ids).Query(func(rows pgx.Rows) error {
 		var err error

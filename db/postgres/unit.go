@@ -47,21 +47,22 @@ type wtx struct {
 	tx  pgx.Tx
 	now time.Time
 
-	logLocked  bool            // holds the log lock (log.go)
-	grouped    bool            // runs the units of a group (group.go)
-	notified   map[string]bool // channels notified (log.go)
-	locked     map[string]bool // rows locked by lockAccount and lockInbox
-	fresh      map[int64]bool  // threads made by this transaction that no message has joined yet
-	savepoints int             // savepoints made, for their names
-	arrivals   *db.Arrivals    // the store's: the messages of the events appended (log.go)
-	threadIDs  *idReserve      // the store's: rows for new threads (NewThread)
-	conflict   bool            // a statement in a savepoint hit a conflict: run the unit again
-	later      *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
-	last       *pgx.Batch      // the tails of a group's deliveries, held back (deferLast)
-	charges    []heldCharge    // their charges, held back to go ahead of them (deferLast)
-	wantLast   bool            // the next round trip sends last first (deferLast)
-	hooks      *prefetched     // the enabled webhooks appendEvent read with the event
-	read       readMemo        // what the transaction read that none of its units changes
+	logLocked   bool            // holds the log lock (log.go)
+	grouped     bool            // runs the units of a group (group.go)
+	notified    map[string]bool // channels notified (log.go)
+	locked      map[string]bool // rows locked by lockAccount and lockInbox
+	fresh       map[int64]bool  // threads made by this transaction that no message has joined yet
+	savepoints  int             // savepoints made, for their names
+	threadLocks int             // threading locks taken (tx_messages.go)
+	arrivals    *db.Arrivals    // the store's: the messages of the events appended (log.go)
+	threadIDs   *idReserve      // the store's: rows for new threads (NewThread)
+	conflict    bool            // a statement in a savepoint hit a conflict: run the unit again
+	later       *pgx.Batch      // statements whose results nothing reads, not sent yet (sendLater)
+	last        *pgx.Batch      // the tails of a group's deliveries, held back (deferLast)
+	charges     []heldCharge    // their charges, held back to go ahead of them (deferLast)
+	wantLast    bool            // the next round trip sends last first (deferLast)
+	hooks       *prefetched     // the enabled webhooks appendEvent read with the event
+	read        readMemo        // what the transaction read that none of its units changes
 }
 
 // readMemo is what a transaction read that its units ask again (each delivery of a group
