@@ -334,3 +334,22 @@ func TestAResetTakesItsMailsEventsOffTheStream(t *testing.T) {
 	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "new"})
 	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "after")
 }
+
+// A webhook created through the API between two resets is gone after the second, and mail
+// arriving next is received (and fanned out to the webhooks the reset kept) as usual.
+func TestMailArrivesAfterAResetTookAWebhookAway(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	kept := e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": "http://127.0.0.1:9/kept"})
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil)
+	e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": "http://127.0.0.1:9/later"})
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "before", "text": "fanned out to both"})
+
+	e.ok("resetServer", "POST", "/_inboxd/reset", "", nil)
+	qt.Assert(t, e.ok("listWebhooks", "GET", "/v1/webhooks", e.full, nil)["webhooks"], qt.HasLen, 1)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "fanned out to the kept one"})
+	e.eventually("the kept webhook's delivery", func() bool {
+		got := e.ok("listWebhookDeliveries", "GET", "/v1/webhooks/"+kept["webhookId"].(string)+"/deliveries", e.full, nil)
+		return len(got["deliveries"].([]any)) == 1
+	})
+}
