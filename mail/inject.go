@@ -57,12 +57,12 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 		}
 		atts[i] = Attachment{Filename: a.Filename, ContentType: a.ContentType, Content: content}
 	}
-	headers, seen := map[string]string{}, map[string]bool{}
+	if err := checkInjectFields(f); err != nil {
+		return Injected{}, err
+	}
+	headers := map[string]string{}
 	for _, h := range f.Headers {
-		if seen[strings.ToLower(h.Name)] {
-			return Injected{}, db.Errorf(db.ECodeInvalidArgument, "headers: %s is given twice", h.Name)
-		}
-		seen[strings.ToLower(h.Name)], headers[h.Name] = true, h.Value
+		headers[h.Name] = h.Value
 	}
 	to := f.To
 	if len(to) == 0 {
@@ -76,6 +76,31 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 		return Injected{}, db.Errorf(db.ECodeInvalidArgument, "%s", strings.TrimPrefix(err.Error(), "compose: "))
 	}
 	return Injected{Raw: raw, Protection: f.Protection, Triage: f.Triage}, nil
+}
+
+// checkInjectFields refuses what Compose would refuse in f's threading ids and extra
+// header fields, naming the field as the schema's refusals do (the schema checks the rest).
+func checkInjectFields(f InjectFields) error {
+	if f.InReplyTo != "" && !validHeaderID(f.InReplyTo) {
+		return db.Errorf(db.ECodeInvalidArgument, "inReplyTo: must be a Message-ID in angle brackets without spaces, such as <id@example.com>")
+	}
+	for i, r := range f.References {
+		if !validHeaderID(r) {
+			return db.Errorf(db.ECodeInvalidArgument, "references[%d]: must be a Message-ID in angle brackets without spaces, such as <id@example.com>", i)
+		}
+	}
+	seen := map[string]bool{}
+	for i, h := range f.Headers {
+		lower := strings.ToLower(h.Name)
+		switch {
+		case composedFields[lower]:
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written from its own field", i, h.Name)
+		case seen[lower]:
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is given twice", i, h.Name)
+		}
+		seen[lower] = true
+	}
+	return nil
 }
 
 // Inject delivers in to inbox as received mail and returns where it was stored; a message

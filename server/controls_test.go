@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -352,4 +353,27 @@ func TestMailArrivesAfterAResetTookAWebhookAway(t *testing.T) {
 		got := e.ok("listWebhookDeliveries", "GET", "/v1/webhooks/"+kept["webhookId"].(string)+"/deliveries", e.full, nil)
 		return len(got["deliveries"].([]any)) == 1
 	})
+}
+
+// Every refusal of injected fields names the field, as the schema's refusals do.
+func TestInjectRefusalsNameTheField(t *testing.T) {
+	e := newControlsEnv(t)
+	path := controlInbox(e.createInbox("desk")) + "/messages"
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"from": "a@b.example", "color": "red"}, "color: "},
+		{map[string]any{"from": "a@b.example", "inReplyTo": "no-brackets"}, "inReplyTo: "},
+		{map[string]any{"from": "a@b.example", "references": []string{"<ok@b.example>", "no-brackets"}}, "references[1]: "},
+		{map[string]any{"from": "a@b.example", "headers": []map[string]string{{"name": "X-A", "value": "1"}, {"name": "Subject", "value": "x"}}},
+			"headers[1].name: "},
+		{map[string]any{"from": "a@b.example", "headers": []map[string]string{{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}}},
+			"headers[1].name: "},
+		{map[string]any{"from": "a@b.example", "attachments": []map[string]string{{"filename": "a.txt", "content": "%%"}}},
+			"attachments[0].content: "},
+	} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", c.body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
+	}
 }
