@@ -79,7 +79,8 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 }
 
 // checkInjectFields refuses what Compose would refuse in f's threading ids and extra
-// header fields, naming the field as the schema's refusals do (the schema checks the rest).
+// header fields, and a verdict the scan could not have given, naming the field as the
+// schema's refusals do (the schema checks the rest).
 func checkInjectFields(f InjectFields) error {
 	if f.InReplyTo != "" && !validHeaderID(f.InReplyTo) {
 		return db.Errorf(db.ECodeInvalidArgument, "inReplyTo: must be a Message-ID in angle brackets without spaces, such as <id@example.com>")
@@ -87,6 +88,11 @@ func checkInjectFields(f InjectFields) error {
 	for i, r := range f.References {
 		if !validHeaderID(r) {
 			return db.Errorf(db.ECodeInvalidArgument, "references[%d]: must be a Message-ID in angle brackets without spaces, such as <id@example.com>", i)
+		}
+	}
+	if f.Protection != nil {
+		if bad := protect.Inconsistencies(f.Protection); len(bad) > 0 {
+			return db.Errorf(db.ECodeInvalidArgument, "protection.%s: %s", bad[0].Field, bad[0].Reason)
 		}
 	}
 	seen := map[string]bool{}

@@ -377,3 +377,37 @@ func TestInjectRefusalsNameTheField(t *testing.T) {
 		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
 	}
 }
+
+// An injected verdict is one the service could give (API-NOTES section 9): quarantined
+// exactly when there are reasons, infected exactly with malware, unscannable exactly with
+// scan_incomplete, a release only on a released message; a fixture is held to the same.
+func TestInjectRefusesAnInconsistentVerdict(t *testing.T) {
+	e := newControlsEnv(t)
+	path := controlInbox(e.createInbox("desk")) + "/messages"
+	verdict := func(status, av string, reasons []any, more ...any) map[string]any {
+		p := map[string]any{"status": status, "scannedAt": "2026-09-20T18:07:46.000Z",
+			"authentication": map[string]any{"spf": "pass", "dkim": "pass", "dmarc": "pass", "signingDomains": []any{}},
+			"spam":           map[string]any{"score": 1, "threshold": 6}, "antivirus": map[string]any{"status": av, "signatures": []any{}},
+			"reasons": reasons}
+		for i := 0; i+1 < len(more); i += 2 {
+			p[more[i].(string)] = more[i+1]
+		}
+		return map[string]any{"from": "a@b.example", "protection": p}
+	}
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{verdict("quarantined", "clean", []any{}), "protection.reasons: "},
+		{verdict("clean", "clean", []any{"spam"}), "protection.reasons: "},
+		{verdict("quarantined", "clean", []any{"malware"}), "protection.reasons: "},
+		{verdict("quarantined", "infected", []any{"spam"}), "protection.reasons: "},
+		{verdict("quarantined", "unscannable", []any{"spam"}), "protection.reasons: "},
+		{verdict("clean", "clean", []any{}, "releasedBy", "ann"), "protection.releasedBy: "},
+	} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", c.body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
+	}
+	e.injected("desk@inboxd.test", verdict("quarantined", "infected", []any{"malware"}))
+	e.injected("desk@inboxd.test", verdict("released", "clean", []any{}, "releasedBy", "ann", "releasedAt", "2026-09-21T08:00:00.000Z"))
+}
