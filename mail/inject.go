@@ -120,8 +120,8 @@ func (s *Service) Inject(ctx context.Context, inbox *db.Inbox, in Injected) (db.
 	}
 	m := s.copies(ctx, a, []int64{inbox.ID}, s.store.Now(), "")[0]
 	if t := in.Triage; t != nil && m.Triage != nil { // --triage off keeps it off
-		m.Triage, m.ChargeTriage = t, false
-		m.QueueTriage = t.Status == db.TriagePending
+		// The chosen triage replaces the classifier: pending stays pending, as a fixture's.
+		m.Triage, m.ChargeTriage, m.QueueTriage = t, false, false
 	}
 	stored, err := db.Deliver(ctx, s.store, []db.NewMessage{m})
 	if err != nil {
@@ -131,8 +131,10 @@ func (s *Service) Inject(ctx context.Context, inbox *db.Inbox, in Injected) (db.
 }
 
 // injectedArrival parses in and scans it, or takes its chosen verdict instead of a scan.
+// A server that does not scan (--protection off) keeps no verdict, chosen or not: its
+// mail is never quarantined (extensions section 7).
 func (s *Service) injectedArrival(ctx context.Context, in Injected) (*arrival, error) {
-	if in.Protection == nil {
+	if in.Protection == nil || s.protect == nil {
 		a, err := s.arrive(ctx, in.Raw, Origin{})
 		if err == ErrEmptyMessage {
 			return nil, db.Errorf(db.ECodeInvalidArgument, "body: the MIME holds no message")
