@@ -13,14 +13,19 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/protect"
 	"github.com/inboxd/inboxd/server"
 )
 
 // newControlsEnv is an env whose server serves the test controls on its own clock, with
 // an SMTP listener; the fault rules reach the API, SMTP, delivery and triage.
-func newControlsEnv(t *testing.T) *env {
+func newControlsEnv(t *testing.T) *env { return newControlsEnvScanning(t, nil) }
+
+// newControlsEnvScanning is newControlsEnv whose mail service scans received mail with
+// scan (nil: none, as serve --protection off).
+func newControlsEnvScanning(t *testing.T, scan *protect.Config) *env {
 	clock, faults := &db.Clock{}, &mail.Faults{}
-	return newEnvWith(t, serverOptions{now: clock.Now, smtp: &server.SMTPConfig{Faults: faults},
+	return newEnvWith(t, serverOptions{now: clock.Now, smtp: &server.SMTPConfig{Faults: faults}, protect: scan,
 		mail: func(c *mail.Config) { c.Faults = faults },
 		api:  func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
 }
@@ -174,7 +179,7 @@ func TestInjectedMailIsReceivedMail(t *testing.T) {
 }
 
 func TestInjectedVerdictsReplaceTheScanAndTheClassifier(t *testing.T) {
-	e := newControlsEnv(t)
+	e := newControlsEnvScanning(t, &protect.Config{})
 	box := e.createInbox("desk")
 	triage := map[string]any{"status": "complete", "version": 1, "model": "test", "analyzedAt": "2026-09-20T18:07:50.123Z",
 		"durationMs": 1, "bodyTruncated": false, "usage": map[string]any{"inputTokens": 1, "outputTokens": 1},
@@ -410,4 +415,23 @@ func TestInjectRefusesAnInconsistentVerdict(t *testing.T) {
 	}
 	e.injected("desk@inboxd.test", verdict("quarantined", "infected", []any{"malware"}))
 	e.injected("desk@inboxd.test", verdict("released", "clean", []any{}, "releasedBy", "ann", "releasedAt", "2026-09-21T08:00:00.000Z"))
+}
+
+// With --protection off received mail is never quarantined and has no protection field
+// (extensions section 7), an injected verdict included: there is no scan to replace.
+func TestProtectionOffIgnoresAnInjectedVerdict(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	held := map[string]any{"status": "quarantined", "scannedAt": "2026-09-20T18:07:46.000Z",
+		"authentication": map[string]any{"spf": "fail", "dkim": "none", "dmarc": "fail", "signingDomains": []any{}},
+		"spam":           map[string]any{"score": 9.5, "threshold": 6}, "antivirus": map[string]any{"status": "clean", "signatures": []any{}},
+		"reasons": []any{"spam"}}
+	e.injected(box, map[string]any{"from": "eve@spam.example", "subject": "You won", "text": "click", "protection": held})
+	list := e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"].([]any)
+	qt.Assert(t, list, qt.HasLen, 1)
+	m := list[0].(map[string]any)
+	qt.Assert(t, m["labels"], qt.DeepEquals, []any{"received", "unread"})
+	_, scanned := m["protection"]
+	qt.Assert(t, scanned, qt.IsFalse)
+	qt.Assert(t, m["senderAuthentication"], qt.Equals, "unchecked")
 }
