@@ -14,6 +14,7 @@ import (
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
 	"github.com/inboxd/inboxd/mail/protect"
+	"github.com/inboxd/inboxd/mail/webhook"
 	"github.com/inboxd/inboxd/server"
 )
 
@@ -434,4 +435,24 @@ func TestProtectionOffIgnoresAnInjectedVerdict(t *testing.T) {
 	_, scanned := m["protection"]
 	qt.Assert(t, scanned, qt.IsFalse)
 	qt.Assert(t, m["senderAuthentication"], qt.Equals, "unchecked")
+}
+
+// Moving the clock past a webhook delivery's next attempt makes that attempt now, as it
+// does for outbound mail: a test does not wait out the backoff in real time.
+func TestTheClockBringsAWebhookRetryForward(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newHookEnv(t, webhook.Config{Backoff: func(int) time.Duration { return time.Hour }, Clock: clock},
+		serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+			api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	box := e.createInbox("desk")
+	hook := e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": rc.URL})["webhookId"].(string)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "hi", "text": "hello"})
+	e.waitDelivery(hook, func(d map[string]any) bool { return d["attempt"] == 1.0 })
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 3601})
+	e.waitDelivery(hook, status("delivered"))
 }
