@@ -456,3 +456,14 @@ func TestTheClockBringsAWebhookRetryForward(t *testing.T) {
 	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 3601})
 	e.waitDelivery(hook, status("delivered"))
 }
+
+// The clock moves forward only, by at most ten years at a time; a refusal says which bound
+// was crossed.
+func TestAdvanceClockRefusalsSayTheBounds(t *testing.T) {
+	e := newControlsEnv(t)
+	for _, secs := range []float64{0, -5, 1e12} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": secs})
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Equals,
+			"advanceSeconds: must be a number greater than 0 and at most 315360000")
+	}
+}
