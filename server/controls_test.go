@@ -467,3 +467,28 @@ func TestAdvanceClockRefusalsSayTheBounds(t *testing.T) {
 			"advanceSeconds: must be a number greater than 0 and at most 315360000")
 	}
 }
+
+// documentedStatuses are the statuses /openapi.json lists for the operation at method and
+// path.
+func (e *env) documentedStatuses(method, path string) []string {
+	e.t.Helper()
+	doc := e.do("GET", "/openapi.json", "", nil).json(e.t)
+	op := doc["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	var out []string
+	for status := range op["responses"].(map[string]any) {
+		out = append(out, status)
+	}
+	return out
+}
+
+// A control's refusals are among the answers /openapi.json lists for it: a mailbox key of
+// a deleted inbox is inbox_retired 410, the outbox of an unknown inbox not_found 404.
+func TestControlRefusalsAreDocumented(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
+	e.fails(http.StatusGone, "inbox_retired", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "inboxId": box})
+	qt.Check(t, e.documentedStatuses("POST", "/_inboxd/keys"), qt.Contains, "410")
+	e.fails(http.StatusNotFound, "not_found", "GET", "/_inboxd/outbox?inboxId=nobody%40inboxd.test", "", nil)
+	qt.Check(t, e.documentedStatuses("GET", "/_inboxd/outbox"), qt.Contains, "404")
+}
