@@ -82,6 +82,11 @@ func TestTestKeyRequestsAreChecked(t *testing.T) {
 	} {
 		e.fails(bad.status, bad.code, "POST", "/_inboxd/keys", "", bad.body)
 	}
+	for _, body := range []map[string]any{{"accountId": "acme"}, {"accountId": "acme", "scopes": []string{"inboxes:read"}, "inboxId": box}} {
+		r := e.fails(422, "invalid_argument", "POST", "/_inboxd/keys", "", body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Equals,
+			"scopes: give exactly one of scopes (an account key) and inboxId (a mailbox key)")
+	}
 }
 
 func TestDisabledAccountsAreDeniedUntilEnabled(t *testing.T) {
