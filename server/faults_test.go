@@ -92,6 +92,15 @@ func TestSMTPFaultsAnswerAStage(t *testing.T) {
 	err = smtp.SendMail(e.smtpAddr, nil, "ann@customer.example", []string{box}, []byte(strings.Replace(msg, "<f1@", "<f2@", 1)))
 	qt.Assert(t, err, qt.ErrorMatches, `554 .*`)
 	qt.Assert(t, e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"], qt.HasLen, 1)
+
+	// At connect, the answer is the greeting, as a server that takes no mail gives it.
+	e.setFaults(map[string]any{"target": "smtp", "match": map[string]any{"stage": "connect"},
+		"effect": map[string]any{"smtpCode": 554, "message": "No SMTP service here"}, "times": 1})
+	_, err = smtp.Dial(e.smtpAddr)
+	qt.Assert(t, err, qt.ErrorMatches, `554 "5.0.0 No SMTP service here"`)
+	c, err := smtp.Dial(e.smtpAddr) // spent
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, c.Quit(), qt.IsNil)
 }
 
 func TestTriageFaultsFailNewMail(t *testing.T) {
