@@ -386,6 +386,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 // listens. Close stops it. When Run fails it has released what it acquired.
 func (m *Main) Run(ctx context.Context) (err error) {
 	m.fillDefaults()
+	m.clock = &db.Clock{} // before the first part that reads time, the scanner
 	p := &parts{}
 	if err := m.checkFlags(p); err != nil {
 		return err
