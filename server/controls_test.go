@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -496,4 +498,29 @@ func TestControlRefusalsAreDocumented(t *testing.T) {
 	qt.Check(t, e.documentedStatuses("POST", "/_inboxd/keys"), qt.Contains, "410")
 	e.fails(http.StatusNotFound, "not_found", "GET", "/_inboxd/outbox?inboxId=nobody%40inboxd.test", "", nil)
 	qt.Check(t, e.documentedStatuses("GET", "/_inboxd/outbox"), qt.Contains, "404")
+}
+
+// A webhook's signature is dated by the system's time even when the test controls moved
+// the server's clock, as Stripe's test clocks do: the receiver checks it against its own
+// clock (the Standard Webhooks libraries refuse one five minutes off), while the event's
+// occurredAt is the moved clock's.
+func TestWebhookSignaturesKeepTheSystemTime(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newHookEnv(t, webhook.Config{Clock: clock}, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+		api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
+	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+	box := e.createInbox("desk")
+	e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": rc.URL})
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 86400})
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "hi", "text": "hello"})
+	e.eventually("the webhook's request", func() bool { return rc.hits.Load() > 0 })
+	rc.mu.Lock()
+	got := rc.got[0]
+	rc.mu.Unlock()
+	ts, err := strconv.ParseInt(got.header.Get("webhook-timestamp"), 10, 64)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, time.Since(time.Unix(ts, 0)).Abs() < time.Minute, qt.IsTrue, qt.Commentf("webhook-timestamp %d", ts))
+	var payload map[string]any
+	qt.Assert(t, json.Unmarshal(got.body, &payload), qt.IsNil)
+	qt.Assert(t, payload["occurredAt"].(string) > time.Now().Add(23*time.Hour).UTC().Format(db.TimeFormat), qt.IsTrue)
 }
