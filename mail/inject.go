@@ -78,6 +78,11 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 	return Injected{Raw: raw, Protection: f.Protection, Triage: f.Triage}, nil
 }
 
+// injectFieldOf names the field of InjectFields that writes a header field, by the
+// header's lower-case name.
+var injectFieldOf = map[string]string{"from": "from", "to": "to", "cc": "cc", "reply-to": "replyTo", "subject": "subject",
+	"in-reply-to": "inReplyTo", "references": "references"}
+
 // checkInjectFields refuses what Compose would refuse in f's threading ids and extra
 // header fields, and a verdict the scan could not have given, naming the field as the
 // schema's refusals do (the schema checks the rest).
@@ -99,8 +104,10 @@ func checkInjectFields(f InjectFields) error {
 	for i, h := range f.Headers {
 		lower := strings.ToLower(h.Name)
 		switch {
+		case injectFieldOf[lower] != "":
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written from the %s field", i, h.Name, injectFieldOf[lower])
 		case composedFields[lower]:
-			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written from its own field", i, h.Name)
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written by the server; inject raw MIME (message/rfc822) to choose it", i, h.Name)
 		case seen[lower]:
 			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is given twice", i, h.Name)
 		}

@@ -389,6 +389,12 @@ func TestInjectRefusalsNameTheField(t *testing.T) {
 		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", c.body)
 		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
 	}
+	// A header field the fields write, or the server writes, says where it comes from.
+	for name, says := range map[string]string{"Reply-To": "the replyTo field", "Message-ID": "raw MIME"} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", map[string]any{"from": "a@b.example",
+			"headers": []map[string]string{{"name": name, "value": "<x@b.example>"}}})
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Contains, says)
+	}
 }
 
 // An injected verdict is one the service could give (API-NOTES section 9): quarantined
