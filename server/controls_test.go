@@ -228,6 +228,7 @@ func TestInjectRefusesBadRequests(t *testing.T) {
 	}
 	r := e.do("POST", path, "", "hello", "Content-Type", "text/plain")
 	qt.Assert(t, r.status, qt.Equals, http.StatusUnsupportedMediaType)
+	qt.Assert(t, string(r.body), qt.Contains, "Content-Type must be application/json or message/rfc822")
 	r = e.do("POST", path, "", "", "Content-Type", "message/rfc822")
 	qt.Assert(t, r.status, qt.Equals, http.StatusUnprocessableEntity, qt.Commentf("%s", r.body))
 	e.fails(http.StatusNotFound, "not_found", "POST", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", map[string]any{"from": "a@b.example"})
