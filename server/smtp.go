@@ -485,6 +485,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // every slot is taken.
 func (l *limitListener) admit(c net.Conn) *slotConn {
 	s := l.smtp
+	// Memory only, unless a connect rule counts its times (a write): test controls only.
 	if e := s.fault("connect", "", ""); e != nil {
 		refuse(c, e)
 		return nil
