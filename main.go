@@ -330,7 +330,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 	fs.StringVar(&m.BaseURL, "base-url", "", "public base URL (default http://<http address>)")
 	fs.Var(&seeds, "seed", "fixture file to load at start (repeatable)")
 	fs.BoolVar(&m.Demo, "demo", false, "load the bundled demo fixtures and print their keys")
-	fs.BoolVar(&m.TestControls, "test-controls", false, "serve the test controls under /_inboxd/ for CI: clock, keys, accounts; they need no key, so never on a reachable server")
+	fs.BoolVar(&m.TestControls, "test-controls", false, "serve the test controls under /_inboxd/ for CI: reset, inject, outbox, faults, clock, keys, accounts; they need no key, so never on a reachable server")
 	fs.StringVar(&m.MetricsToken, "metrics-token", "", "bearer token that GET /metrics requires; prefer INBOXD_METRICS_TOKEN (default: /metrics is open)")
 	fs.IntVar(&m.HTTPMaxConnections, "http-max-connections", server.DefaultHTTPMaxConnections, "most HTTP connections open at once; at the cap the longest idle one is closed, else new clients wait (lowered to half the open-file limit)")
 	fs.Var(&proxies, "trusted-proxy", "reverse proxy whose X-Forwarded-For names the client: IP addresses and CIDR prefixes, comma-separated or repeated (default: none; the peer is the client)")
@@ -386,6 +386,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, rt r
 // listens. Close stops it. When Run fails it has released what it acquired.
 func (m *Main) Run(ctx context.Context) (err error) {
 	m.fillDefaults()
+	m.clock = &db.Clock{} // before the first part that reads time, the scanner
 	p := &parts{}
 	if err := m.checkFlags(p); err != nil {
 		return err

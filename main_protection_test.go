@@ -49,3 +49,16 @@ func TestProtectionOffStoresMailUnscanned(t *testing.T) {
 	bad := &Main{DBPath: filepath.Join(t.TempDir(), "x.db"), HTTPAddr: "127.0.0.1:0", Domain: "inboxd.test", Protection: "maybe"}
 	c.Assert(bad.Run(context.Background()), qt.ErrorMatches, `--protection "maybe": use on or off`)
 }
+
+// The scan reads the server's clock, which the test controls move: a verdict given after
+// the clock moved is dated as the message it belongs to.
+func TestScanTimesFollowTheClock(t *testing.T) {
+	t.Parallel()
+	c := qt.New(t)
+	s := startTriageServer(c, &Main{Triage: "off", TestControls: true})
+	s.call("POST", "/_inboxd/clock", map[string]any{"advanceSeconds": 10 * 86400})
+	id := s.call("POST", "/_inboxd/inboxes/desk%40inboxd.test/messages", map[string]any{"from": "ann@example.com", "text": "hi"})["messageId"].(string)
+	m := s.message(id)
+	scanned := m["protection"].(map[string]any)["scannedAt"].(string)
+	c.Assert(scanned[:10], qt.Equals, m["timestamp"].(string)[:10], qt.Commentf("scannedAt %s, timestamp %s", scanned, m["timestamp"]))
+}

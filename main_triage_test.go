@@ -297,3 +297,25 @@ func TestTriageFlags(t *testing.T) {
 		c.Check(m.Run(context.Background()), qt.ErrorMatches, k.err)
 	}
 }
+
+// TestInjectedTriageReplacesTheClassifier: a triage chosen for injected mail is what the
+// message keeps, pending included (a test of mail still being analyzed), while mail
+// injected without one is classified as usual.
+func TestInjectedTriageReplacesTheClassifier(t *testing.T) {
+	t.Parallel()
+	c := qt.New(t)
+	llm := newFakeLLM(c)
+	llm.Release()
+	s := startTriageServer(c, &Main{Triage: "llm", TriageURL: llm.URL + "/v1", TriageModel: "fake-llm", TriageKey: "k", TestControls: true})
+	inject := func(fields map[string]any) string {
+		return s.call("POST", "/_inboxd/inboxes/desk%40inboxd.test/messages", fields)["messageId"].(string)
+	}
+	held := inject(map[string]any{"from": "ann@example.com", "subject": "billing-yes-high stays pending", "text": "x",
+		"triage": map[string]any{"status": "pending"}})
+	classified := inject(map[string]any{"from": "ann@example.com", "subject": "billing-yes-high classified", "text": "x"})
+	for start := time.Now(); s.triage(classified)["status"] == "pending"; time.Sleep(10 * time.Millisecond) {
+		c.Assert(time.Since(start) < 5*time.Second, qt.IsTrue, qt.Commentf("never classified"))
+	}
+	time.Sleep(200 * time.Millisecond) // the worker had the pending one first
+	c.Assert(s.triage(held), qt.DeepEquals, map[string]any{"status": "pending"})
+}

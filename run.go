@@ -116,7 +116,6 @@ func (m *Main) listen(_ context.Context, p *parts) (err error) {
 
 // openStore opens the database, migrating its schema.
 func (m *Main) openStore(ctx context.Context, _ *parts) (err error) {
-	m.clock = &db.Clock{}
 	if m.local, err = localBase(m.DBPath, m.DataDir); err != nil {
 		return err
 	}
@@ -341,7 +340,7 @@ func (m *Main) protectConfig() (*protect.Scanner, error) {
 	default:
 		return nil, usageError{fmt.Sprintf("--protection %q: use on or off", m.Protection)}
 	}
-	cfg := protect.Config{Spamd: m.Spamd, Clamd: m.Clamd, Now: time.Now}
+	cfg := protect.Config{Spamd: m.Spamd, Clamd: m.Clamd, Now: m.clock.Now}
 	switch m.DNS {
 	case "":
 		cfg.Resolver = protect.SystemResolver()

@@ -17,7 +17,7 @@ func (m *Main) buildWebhooks(ctx context.Context, _ *parts) (err error) {
 	if m.hub, err = events.New(ctx, m.store, events.Options{Log: m.Log}); err != nil {
 		return err
 	}
-	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log, Payloads: m.hub})
+	m.webhooks = webhook.New(webhook.Config{Store: m.store, Log: m.Log, Payloads: m.hub, Clock: m.clock})
 	return nil
 }
 

@@ -225,9 +225,18 @@ func CheckFaultRules(rules []FaultRule, known func(operation string) bool) error
 			if e.SMTPCode != 0 && (e.SMTPCode < 400 || e.SMTPCode > 599) {
 				return bad("effect.smtpCode", "a delivery fault is a 4xx (deferred) or 5xx (bounced) answer")
 			}
+			if e.EnhancedCode != "" && e.EnhancedCode[:1] != strconv.Itoa(e.SMTPCode/100) {
+				return bad("effect.enhancedCode", "its class (the first digit) is the smtpCode's, as a relay answers")
+			}
 		case FaultSMTP:
 			if m.Operation != "" || (m.Stage != "" && !map[string]bool{"connect": true, "mail": true, "rcpt": true, "data": true}[m.Stage]) {
 				return bad("match.stage", "an smtp rule matches stage connect, mail, rcpt or data, and sender or recipient")
+			}
+			switch {
+			case m.Stage == "connect" && (m.Sender != "" || m.Recipient != ""):
+				return bad("match", "at stage connect neither sender nor recipient is known yet")
+			case m.Stage == "mail" && m.Recipient != "":
+				return bad("match.recipient", "at stage mail no recipient is known yet")
 			}
 			if e.SMTPCode < 400 || e.SMTPCode > 599 || e.EnhancedCode != "" || e.Timeout || e.Status != 0 || e.Code != "" || e.DelayMs != 0 || e.Failure != "" {
 				return bad("effect", "an smtp rule answers smtpCode (4xx or 5xx) with an optional message")

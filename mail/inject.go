@@ -57,12 +57,12 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 		}
 		atts[i] = Attachment{Filename: a.Filename, ContentType: a.ContentType, Content: content}
 	}
-	headers, seen := map[string]string{}, map[string]bool{}
+	if err := checkInjectFields(f); err != nil {
+		return Injected{}, err
+	}
+	headers := map[string]string{}
 	for _, h := range f.Headers {
-		if seen[strings.ToLower(h.Name)] {
-			return Injected{}, db.Errorf(db.ECodeInvalidArgument, "headers: %s is given twice", h.Name)
-		}
-		seen[strings.ToLower(h.Name)], headers[h.Name] = true, h.Value
+		headers[h.Name] = h.Value
 	}
 	to := f.To
 	if len(to) == 0 {
@@ -78,6 +78,44 @@ func ComposeInjected(inbox *db.Inbox, f InjectFields) (Injected, error) {
 	return Injected{Raw: raw, Protection: f.Protection, Triage: f.Triage}, nil
 }
 
+// injectFieldOf names the field of InjectFields that writes a header field, by the
+// header's lower-case name.
+var injectFieldOf = map[string]string{"from": "from", "to": "to", "cc": "cc", "reply-to": "replyTo", "subject": "subject",
+	"in-reply-to": "inReplyTo", "references": "references"}
+
+// checkInjectFields refuses what Compose would refuse in f's threading ids and extra
+// header fields, and a verdict the scan could not have given, naming the field as the
+// schema's refusals do (the schema checks the rest).
+func checkInjectFields(f InjectFields) error {
+	if f.InReplyTo != "" && !validHeaderID(f.InReplyTo) {
+		return db.Errorf(db.ECodeInvalidArgument, "inReplyTo: must be a Message-ID in angle brackets without spaces, such as <id@example.com>")
+	}
+	for i, r := range f.References {
+		if !validHeaderID(r) {
+			return db.Errorf(db.ECodeInvalidArgument, "references[%d]: must be a Message-ID in angle brackets without spaces, such as <id@example.com>", i)
+		}
+	}
+	if f.Protection != nil {
+		if bad := protect.Inconsistencies(f.Protection); len(bad) > 0 {
+			return db.Errorf(db.ECodeInvalidArgument, "protection.%s: %s", bad[0].Field, bad[0].Reason)
+		}
+	}
+	seen := map[string]bool{}
+	for i, h := range f.Headers {
+		lower := strings.ToLower(h.Name)
+		switch {
+		case injectFieldOf[lower] != "":
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written from the %s field", i, h.Name, injectFieldOf[lower])
+		case composedFields[lower]:
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is written by the server; inject raw MIME (message/rfc822) to choose it", i, h.Name)
+		case seen[lower]:
+			return db.Errorf(db.ECodeInvalidArgument, "headers[%d].name: %s is given twice", i, h.Name)
+		}
+		seen[lower] = true
+	}
+	return nil
+}
+
 // Inject delivers in to inbox as received mail and returns where it was stored; a message
 // whose Message-ID the inbox holds already is not stored again (its ids are returned).
 //
@@ -89,8 +127,8 @@ func (s *Service) Inject(ctx context.Context, inbox *db.Inbox, in Injected) (db.
 	}
 	m := s.copies(ctx, a, []int64{inbox.ID}, s.store.Now(), "")[0]
 	if t := in.Triage; t != nil && m.Triage != nil { // --triage off keeps it off
-		m.Triage, m.ChargeTriage = t, false
-		m.QueueTriage = t.Status == db.TriagePending
+		// The chosen triage replaces the classifier: pending stays pending, as a fixture's.
+		m.Triage, m.ChargeTriage, m.QueueTriage = t, false, false
 	}
 	stored, err := db.Deliver(ctx, s.store, []db.NewMessage{m})
 	if err != nil {
@@ -100,8 +138,10 @@ func (s *Service) Inject(ctx context.Context, inbox *db.Inbox, in Injected) (db.
 }
 
 // injectedArrival parses in and scans it, or takes its chosen verdict instead of a scan.
+// A server that does not scan (--protection off) keeps no verdict, chosen or not: its
+// mail is never quarantined (extensions section 7).
 func (s *Service) injectedArrival(ctx context.Context, in Injected) (*arrival, error) {
-	if in.Protection == nil {
+	if in.Protection == nil || s.protect == nil {
 		a, err := s.arrive(ctx, in.Raw, Origin{})
 		if err == ErrEmptyMessage {
 			return nil, db.Errorf(db.ECodeInvalidArgument, "body: the MIME holds no message")

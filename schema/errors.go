@@ -296,6 +296,8 @@ func numberPhrase(noun string, s map[string]any) string {
 		return fmt.Sprintf("%s from %v to %v", noun, lo, hi)
 	case hasLo:
 		return fmt.Sprintf("%s of at least %v", noun, lo)
+	case hasXlo && hasHi:
+		return fmt.Sprintf("%s greater than %v and at most %v", noun, xlo, hi)
 	case hasXlo:
 		return fmt.Sprintf("%s greater than %v", noun, xlo)
 	case hasHi:

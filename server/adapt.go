@@ -100,7 +100,7 @@ func (s *Server) prepare(op schema.Operation, r *http.Request) (*call, error) {
 		return c, err
 	}
 	if r.Method != http.MethodGet {
-		if c.body, c.release, err = s.readBody(r); err != nil {
+		if c.body, c.release, err = s.readBody(r, op.RawBody); err != nil {
 			return nil, err
 		}
 		if op.ID == "send" || op.ID == "reply" {
@@ -195,7 +195,8 @@ func (s *Server) parseQuery(r *http.Request, c *call) error {
 }
 
 // readBody reads a JSON body of at most MaxBodyBytes (readLimited); an empty one is {}.
-func (s *Server) readBody(r *http.Request) ([]byte, func(), error) {
+// raw is the other media type the operation takes ("" when none), for the refusal.
+func (s *Server) readBody(r *http.Request, raw string) ([]byte, func(), error) {
 	if r.Body == nil { // only in-process callers build requests without one
 		return []byte("{}"), nil, nil
 	}
@@ -206,7 +207,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, func(), error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), release, nil
 	}
-	if err := plainJSON(r); err != nil {
+	if err := plainJSON(r, raw); err != nil {
 		release()
 		return nil, nil, err
 	}
@@ -251,18 +252,22 @@ func (s *Server) readLimited(r *http.Request) ([]byte, func(), error) {
 	return body, release, nil
 }
 
-// plainJSON checks that the request says its body is JSON (parameters such as charset
-// allowed) and sent without a content coding. A gzip body would otherwise reach the
-// validator as bytes that are not UTF-8, a 400 that hides the cause; a coding the server
-// does not take is a 415 (RFC 7694).
 // mediaType is the request's Content-Type without parameters, "" when it has none.
 func mediaType(r *http.Request) string {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return mt
 }
 
-func plainJSON(r *http.Request) error {
+// plainJSON checks that the request says its body is JSON (parameters such as charset
+// allowed) and sent without a content coding. A gzip body would otherwise reach the
+// validator as bytes that are not UTF-8, a 400 that hides the cause; a coding the server
+// does not take is a 415 (RFC 7694). raw is another media type the operation takes ("":
+// none), named in the refusal.
+func plainJSON(r *http.Request, raw string) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		if raw != "" {
+			return db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json or %s", raw)
+		}
 		return db.Errorf(db.ECodeUnsupportedMedia, "Content-Type must be application/json")
 	}
 	for _, v := range r.Header.Values("Content-Encoding") {

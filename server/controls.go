@@ -67,7 +67,7 @@ func (s *Server) handleTestKeyCreate(w http.ResponseWriter, r *http.Request, c *
 func (s *Server) testKey(r *http.Request, req testKeyRequest) (db.NewKey, error) {
 	switch {
 	case (len(req.Scopes) == 0) == (req.InboxID == ""):
-		return db.NewKey{}, db.Errorf(db.ECodeInvalidArgument, "scopes: give scopes (an account key) or inboxId (a mailbox key), not both")
+		return db.NewKey{}, db.Errorf(db.ECodeInvalidArgument, "scopes: give exactly one of scopes (an account key) and inboxId (a mailbox key)")
 	case req.InboxID != "" && req.Days != nil:
 		return db.NewKey{}, db.Errorf(db.ECodeInvalidArgument, "days: a mailbox key does not expire")
 	case req.InboxID != "":

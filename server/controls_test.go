@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +15,20 @@ import (
 
 	"github.com/inboxd/inboxd/db"
 	"github.com/inboxd/inboxd/mail"
+	"github.com/inboxd/inboxd/mail/protect"
+	"github.com/inboxd/inboxd/mail/webhook"
 	"github.com/inboxd/inboxd/server"
 )
 
 // newControlsEnv is an env whose server serves the test controls on its own clock, with
 // an SMTP listener; the fault rules reach the API, SMTP, delivery and triage.
-func newControlsEnv(t *testing.T) *env {
+func newControlsEnv(t *testing.T) *env { return newControlsEnvScanning(t, nil) }
+
+// newControlsEnvScanning is newControlsEnv whose mail service scans received mail with
+// scan (nil: none, as serve --protection off).
+func newControlsEnvScanning(t *testing.T, scan *protect.Config) *env {
 	clock, faults := &db.Clock{}, &mail.Faults{}
-	return newEnvWith(t, serverOptions{now: clock.Now, smtp: &server.SMTPConfig{Faults: faults},
+	return newEnvWith(t, serverOptions{now: clock.Now, smtp: &server.SMTPConfig{Faults: faults}, protect: scan,
 		mail: func(c *mail.Config) { c.Faults = faults },
 		api:  func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
 }
@@ -74,6 +83,11 @@ func TestTestKeyRequestsAreChecked(t *testing.T) {
 		{404, "not_found", map[string]any{"accountId": "other", "inboxId": box}},
 	} {
 		e.fails(bad.status, bad.code, "POST", "/_inboxd/keys", "", bad.body)
+	}
+	for _, body := range []map[string]any{{"accountId": "acme"}, {"accountId": "acme", "scopes": []string{"inboxes:read"}, "inboxId": box}} {
+		r := e.fails(422, "invalid_argument", "POST", "/_inboxd/keys", "", body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Equals,
+			"scopes: give exactly one of scopes (an account key) and inboxId (a mailbox key)")
 	}
 }
 
@@ -173,7 +187,7 @@ func TestInjectedMailIsReceivedMail(t *testing.T) {
 }
 
 func TestInjectedVerdictsReplaceTheScanAndTheClassifier(t *testing.T) {
-	e := newControlsEnv(t)
+	e := newControlsEnvScanning(t, &protect.Config{})
 	box := e.createInbox("desk")
 	triage := map[string]any{"status": "complete", "version": 1, "model": "test", "analyzedAt": "2026-09-20T18:07:50.123Z",
 		"durationMs": 1, "bodyTruncated": false, "usage": map[string]any{"inputTokens": 1, "outputTokens": 1},
@@ -214,6 +228,7 @@ func TestInjectRefusesBadRequests(t *testing.T) {
 	}
 	r := e.do("POST", path, "", "hello", "Content-Type", "text/plain")
 	qt.Assert(t, r.status, qt.Equals, http.StatusUnsupportedMediaType)
+	qt.Assert(t, string(r.body), qt.Contains, "Content-Type must be application/json or message/rfc822")
 	r = e.do("POST", path, "", "", "Content-Type", "message/rfc822")
 	qt.Assert(t, r.status, qt.Equals, http.StatusUnprocessableEntity, qt.Commentf("%s", r.body))
 	e.fails(http.StatusNotFound, "not_found", "POST", "/_inboxd/inboxes/nobody%40inboxd.test/messages", "", map[string]any{"from": "a@b.example"})
@@ -333,4 +348,186 @@ func TestAResetTakesItsMailsEventsOffTheStream(t *testing.T) {
 	resumed.quiet(300 * time.Millisecond)
 	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "new"})
 	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "after")
+}
+
+// A webhook created through the API between two resets is gone after the second, and mail
+// arriving next is received (and fanned out to the webhooks the reset kept) as usual.
+func TestMailArrivesAfterAResetTookAWebhookAway(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	kept := e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": "http://127.0.0.1:9/kept"})
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil)
+	e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": "http://127.0.0.1:9/later"})
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "before", "text": "fanned out to both"})
+
+	e.ok("resetServer", "POST", "/_inboxd/reset", "", nil)
+	qt.Assert(t, e.ok("listWebhooks", "GET", "/v1/webhooks", e.full, nil)["webhooks"], qt.HasLen, 1)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "fanned out to the kept one"})
+	e.eventually("the kept webhook's delivery", func() bool {
+		got := e.ok("listWebhookDeliveries", "GET", "/v1/webhooks/"+kept["webhookId"].(string)+"/deliveries", e.full, nil)
+		return len(got["deliveries"].([]any)) == 1
+	})
+}
+
+// Every refusal of injected fields names the field, as the schema's refusals do.
+func TestInjectRefusalsNameTheField(t *testing.T) {
+	e := newControlsEnv(t)
+	path := controlInbox(e.createInbox("desk")) + "/messages"
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"from": "a@b.example", "color": "red"}, "color: "},
+		{map[string]any{"from": "a@b.example", "inReplyTo": "no-brackets"}, "inReplyTo: "},
+		{map[string]any{"from": "a@b.example", "references": []string{"<ok@b.example>", "no-brackets"}}, "references[1]: "},
+		{map[string]any{"from": "a@b.example", "headers": []map[string]string{{"name": "X-A", "value": "1"}, {"name": "Subject", "value": "x"}}},
+			"headers[1].name: "},
+		{map[string]any{"from": "a@b.example", "headers": []map[string]string{{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}}},
+			"headers[1].name: "},
+		{map[string]any{"from": "a@b.example", "attachments": []map[string]string{{"filename": "a.txt", "content": "%%"}}},
+			"attachments[0].content: "},
+	} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", c.body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
+	}
+	// A header field the fields write, or the server writes, says where it comes from.
+	for name, says := range map[string]string{"Reply-To": "the replyTo field", "Message-ID": "raw MIME"} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", map[string]any{"from": "a@b.example",
+			"headers": []map[string]string{{"name": name, "value": "<x@b.example>"}}})
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Contains, says)
+	}
+}
+
+// An injected verdict is one the service could give (API-NOTES section 9): quarantined
+// exactly when there are reasons, infected exactly with malware, unscannable exactly with
+// scan_incomplete, a release only on a released message; a fixture is held to the same.
+func TestInjectRefusesAnInconsistentVerdict(t *testing.T) {
+	e := newControlsEnv(t)
+	path := controlInbox(e.createInbox("desk")) + "/messages"
+	verdict := func(status, av string, reasons []any, more ...any) map[string]any {
+		p := map[string]any{"status": status, "scannedAt": "2026-09-20T18:07:46.000Z",
+			"authentication": map[string]any{"spf": "pass", "dkim": "pass", "dmarc": "pass", "signingDomains": []any{}},
+			"spam":           map[string]any{"score": 1, "threshold": 6}, "antivirus": map[string]any{"status": av, "signatures": []any{}},
+			"reasons": reasons}
+		for i := 0; i+1 < len(more); i += 2 {
+			p[more[i].(string)] = more[i+1]
+		}
+		return map[string]any{"from": "a@b.example", "protection": p}
+	}
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{verdict("quarantined", "clean", []any{}), "protection.reasons: "},
+		{verdict("clean", "clean", []any{"spam"}), "protection.reasons: "},
+		{verdict("quarantined", "clean", []any{"malware"}), "protection.reasons: "},
+		{verdict("quarantined", "infected", []any{"spam"}), "protection.reasons: "},
+		{verdict("quarantined", "unscannable", []any{"spam"}), "protection.reasons: "},
+		{verdict("clean", "clean", []any{}, "releasedBy", "ann"), "protection.releasedBy: "},
+	} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", path, "", c.body)
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
+	}
+	e.injected("desk@inboxd.test", verdict("quarantined", "infected", []any{"malware"}))
+	e.injected("desk@inboxd.test", verdict("released", "clean", []any{}, "releasedBy", "ann", "releasedAt", "2026-09-21T08:00:00.000Z"))
+}
+
+// With --protection off received mail is never quarantined and has no protection field
+// (extensions section 7), an injected verdict included: there is no scan to replace.
+func TestProtectionOffIgnoresAnInjectedVerdict(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	held := map[string]any{"status": "quarantined", "scannedAt": "2026-09-20T18:07:46.000Z",
+		"authentication": map[string]any{"spf": "fail", "dkim": "none", "dmarc": "fail", "signingDomains": []any{}},
+		"spam":           map[string]any{"score": 9.5, "threshold": 6}, "antivirus": map[string]any{"status": "clean", "signatures": []any{}},
+		"reasons": []any{"spam"}}
+	e.injected(box, map[string]any{"from": "eve@spam.example", "subject": "You won", "text": "click", "protection": held})
+	list := e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"].([]any)
+	qt.Assert(t, list, qt.HasLen, 1)
+	m := list[0].(map[string]any)
+	qt.Assert(t, m["labels"], qt.DeepEquals, []any{"received", "unread"})
+	_, scanned := m["protection"]
+	qt.Assert(t, scanned, qt.IsFalse)
+	qt.Assert(t, m["senderAuthentication"], qt.Equals, "unchecked")
+}
+
+// Moving the clock past a webhook delivery's next attempt makes that attempt now, as it
+// does for outbound mail: a test does not wait out the backoff in real time.
+func TestTheClockBringsAWebhookRetryForward(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newHookEnv(t, webhook.Config{Backoff: func(int) time.Duration { return time.Hour }, Clock: clock},
+		serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+			api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	box := e.createInbox("desk")
+	hook := e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": rc.URL})["webhookId"].(string)
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "hi", "text": "hello"})
+	e.waitDelivery(hook, func(d map[string]any) bool { return d["attempt"] == 1.0 })
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 3601})
+	e.waitDelivery(hook, status("delivered"))
+}
+
+// The clock moves forward only, by at most ten years at a time; a refusal says which bound
+// was crossed.
+func TestAdvanceClockRefusalsSayTheBounds(t *testing.T) {
+	e := newControlsEnv(t)
+	for _, secs := range []float64{0, -5, 1e12} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": secs})
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Equals,
+			"advanceSeconds: must be a number greater than 0 and at most 315360000")
+	}
+}
+
+// documentedStatuses are the statuses /openapi.json lists for the operation at method and
+// path.
+func (e *env) documentedStatuses(method, path string) []string {
+	e.t.Helper()
+	doc := e.do("GET", "/openapi.json", "", nil).json(e.t)
+	op := doc["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	var out []string
+	for status := range op["responses"].(map[string]any) {
+		out = append(out, status)
+	}
+	return out
+}
+
+// A control's refusals are among the answers /openapi.json lists for it: a mailbox key of
+// a deleted inbox is inbox_retired 410, the outbox of an unknown inbox not_found 404.
+func TestControlRefusalsAreDocumented(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	e.ok("deleteInbox", "DELETE", inboxPath(box), e.full, nil)
+	e.fails(http.StatusGone, "inbox_retired", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "inboxId": box})
+	qt.Check(t, e.documentedStatuses("POST", "/_inboxd/keys"), qt.Contains, "410")
+	e.fails(http.StatusNotFound, "not_found", "GET", "/_inboxd/outbox?inboxId=nobody%40inboxd.test", "", nil)
+	qt.Check(t, e.documentedStatuses("GET", "/_inboxd/outbox"), qt.Contains, "404")
+}
+
+// A webhook's signature is dated by the system's time even when the test controls moved
+// the server's clock, as Stripe's test clocks do: the receiver checks it against its own
+// clock (the Standard Webhooks libraries refuse one five minutes off), while the event's
+// occurredAt is the moved clock's.
+func TestWebhookSignaturesKeepTheSystemTime(t *testing.T) {
+	clock, faults := &db.Clock{}, &mail.Faults{}
+	e := newHookEnv(t, webhook.Config{Clock: clock}, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
+		api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
+	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+	box := e.createInbox("desk")
+	e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": rc.URL})
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 86400})
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "hi", "text": "hello"})
+	e.eventually("the webhook's request", func() bool { return rc.hits.Load() > 0 })
+	rc.mu.Lock()
+	got := rc.got[0]
+	rc.mu.Unlock()
+	ts, err := strconv.ParseInt(got.header.Get("webhook-timestamp"), 10, 64)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, time.Since(time.Unix(ts, 0)).Abs() < time.Minute, qt.IsTrue, qt.Commentf("webhook-timestamp %d", ts))
+	var payload map[string]any
+	qt.Assert(t, json.Unmarshal(got.body, &payload), qt.IsNil)
+	qt.Assert(t, payload["occurredAt"].(string) > time.Now().Add(23*time.Hour).UTC().Format(db.TimeFormat), qt.IsTrue)
 }

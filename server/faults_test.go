@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/smtp"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,15 @@ func TestSMTPFaultsAnswerAStage(t *testing.T) {
 	err = smtp.SendMail(e.smtpAddr, nil, "ann@customer.example", []string{box}, []byte(strings.Replace(msg, "<f1@", "<f2@", 1)))
 	qt.Assert(t, err, qt.ErrorMatches, `554 .*`)
 	qt.Assert(t, e.ok("listMessages", "GET", inboxPath(box)+"/messages", e.full, nil)["messages"], qt.HasLen, 1)
+
+	// At connect, the answer is the greeting, as a server that takes no mail gives it.
+	e.setFaults(map[string]any{"target": "smtp", "match": map[string]any{"stage": "connect"},
+		"effect": map[string]any{"smtpCode": 554, "message": "No SMTP service here"}, "times": 1})
+	_, err = smtp.Dial(e.smtpAddr)
+	qt.Assert(t, err, qt.ErrorMatches, `554 "5.0.0 No SMTP service here"`)
+	c, err := smtp.Dial(e.smtpAddr) // spent
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, c.Quit(), qt.IsNil)
 }
 
 func TestTriageFaultsFailNewMail(t *testing.T) {
@@ -103,4 +113,29 @@ func TestTriageFaultsFailNewMail(t *testing.T) {
 	triage := m["triage"].(map[string]any)
 	qt.Assert(t, triage["status"], qt.Equals, "failed")
 	qt.Assert(t, triage["code"], qt.Equals, "provider_unavailable")
+}
+
+// A rule that could never fire is refused, naming the field: a sender or recipient at a
+// stage that does not know it yet, an enhanced code of another class than the reply's.
+func TestFaultRulesThatCouldNeverFireAreRefused(t *testing.T) {
+	e := newControlsEnv(t)
+	for _, c := range []struct {
+		rule  map[string]any
+		field string
+	}{
+		{map[string]any{"target": "smtp", "match": map[string]any{"stage": "connect", "sender": "*@spam.example"}, "effect": map[string]any{"smtpCode": 554}},
+			"rules[0].match: "},
+		{map[string]any{"target": "smtp", "match": map[string]any{"stage": "connect", "recipient": "desk@*"}, "effect": map[string]any{"smtpCode": 554}},
+			"rules[0].match: "},
+		{map[string]any{"target": "smtp", "match": map[string]any{"stage": "mail", "recipient": "desk@*"}, "effect": map[string]any{"smtpCode": 550}},
+			"rules[0].match.recipient: "},
+		{map[string]any{"target": "delivery", "effect": map[string]any{"smtpCode": 550, "enhancedCode": "4.2.2"}},
+			"rules[0].effect.enhancedCode: "},
+	} {
+		r := e.fails(http.StatusUnprocessableEntity, "invalid_argument", "PUT", "/_inboxd/faults", "", map[string]any{"rules": []any{c.rule}})
+		qt.Check(t, r.json(t)["error"].(map[string]any)["message"], qt.Matches, regexp.QuoteMeta(c.field)+".+")
+	}
+	e.setFaults(map[string]any{"target": "smtp", "match": map[string]any{"stage": "rcpt", "sender": "*@spam.example", "recipient": "desk@*"},
+		"effect": map[string]any{"smtpCode": 550}})
+	e.setFaults(map[string]any{"target": "delivery", "effect": map[string]any{"smtpCode": 452, "enhancedCode": "4.2.2"}})
 }

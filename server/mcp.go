@@ -93,7 +93,7 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if err := plainJSON(r); err != nil {
+	if err := plainJSON(r, ""); err != nil {
 		writeError(w, err, h.s.log)
 		return
 	}

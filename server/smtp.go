@@ -198,17 +198,15 @@ func (s *SMTP) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.closing {
 		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again later"}
 	}
-	if err := s.fault("connect", "", ""); err != nil {
-		return nil, err
-	}
 	slot := slotOf(c.Conn())
 	slot.attach(c)
 	return &smtpSession{srv: s, conn: c, slot: slot}, nil
 }
 
 // fault is the answer an smtp fault rule of the test controls gives at stage, nil when
-// none fires.
-func (s *SMTP) fault(stage, sender, recipient string) error {
+// none fires. The connect stage's is the greeting (limitListener): go-smtp has greeted
+// with 220 by the time it opens a session.
+func (s *SMTP) fault(stage, sender, recipient string) *smtp.SMTPError {
 	e := s.cfg.Faults.Fire(mail.FaultSMTP, mail.FaultCase{Stage: stage, Sender: sender, Recipient: recipient})
 	if e == nil {
 		return nil
@@ -217,7 +215,9 @@ func (s *SMTP) fault(stage, sender, recipient string) error {
 	if msg == "" {
 		msg = "Refused by a fault rule of the test controls"
 	}
-	return &smtp.SMTPError{Code: e.SMTPCode, Message: msg}
+	// X.0.0, as go-smtp writes a reply without an enhanced code; the greeting is written
+	// without go-smtp.
+	return &smtp.SMTPError{Code: e.SMTPCode, EnhancedCode: smtp.EnhancedCode{e.SMTPCode / 100, 0, 0}, Message: msg}
 }
 
 // smtpSession is one SMTP connection's state.
@@ -487,6 +487,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // every slot is taken.
 func (l *limitListener) admit(c net.Conn) *slotConn {
 	s := l.smtp
+	// Memory only, unless a connect rule counts its times (a write): test controls only.
+	if e := s.fault("connect", "", ""); e != nil {
+		refuse(c, e)
+		return nil
+	}
 	client := connClient(c.RemoteAddr())
 	if !s.takeAddr(client) {
 		s.cfg.Metrics.countSMTP("connection", smtpRejectedPerIP)

@@ -157,8 +157,10 @@ func (s *Store) storedKey(ctx context.Context, want []byte) (db.StoredKey, sql.N
 // authCacheTTL bounds how long a resolved key is trusted without asking the database.
 // Changes this process makes (a mailbox key deleted with its inbox, a new key, an account
 // changed) clear the cache at once; the TTL bounds changes made to the file by another
-// process (inboxd keys, inboxd seed) or by hand.
-const authCacheTTL = 5 * time.Second
+// process (inboxd keys, inboxd accounts, inboxd seed) or by hand: the contract's second
+// for a revocation on another process of the database (extensions section 6). A key in
+// use costs one lookup a second.
+const authCacheTTL = time.Second
 
 // authCacheMax bounds the cache; past it the cache starts over.
 const authCacheMax = 10000

@@ -64,13 +64,16 @@ func (s *Store) SnapshotForReset(ctx context.Context) error {
 // ResetToSnapshot restores the data tables from their copies. Foreign keys are checked at
 // the commit (a child may be copied back before its parent); every message there was
 // before and every message restored is queued for the search indexes, which drop what
-// is gone and index what is back as it was.
+// is gone and index what is back as it was. The caches of what the tables hold are
+// emptied: inboxes, keys, and the webhooks events fan out to (a webhook the reset took
+// away must get no delivery).
 //
 // Errors: not_found (no snapshot).
 func (s *Store) ResetToSnapshot(ctx context.Context) error {
 	defer s.inboxes.invalidate()
 	defer s.auth.invalidate()
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		s.events.hooks.change()
 		tables, err := dataTables(ctx, tx)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,40 @@ const (
 )
 
 const maxSignatures = 20
+
+// Inconsistency is a field of a verdict that contradicts the rest of it, by the name the
+// verdict's JSON gives it.
+type Inconsistency struct{ Field, Reason string }
+
+// Inconsistencies checks a verdict whose fields are each valid against the consistency
+// rules of API-NOTES section 9: quarantined exactly when there are reasons, infected
+// exactly with malware, unscannable exactly with scan_incomplete, and a release recorded
+// only on a released message. A verdict of the scan has none; one a test chooses (a
+// fixture, injected mail) is refused with them, as the service could not have given it.
+func Inconsistencies(p *db.Protection) []Inconsistency {
+	var out []Inconsistency
+	if quarantined := p.Status == db.ProtectionQuarantined; quarantined != (len(p.Reasons) > 0) {
+		reason := "must be empty unless status is quarantined"
+		if quarantined {
+			reason = "a quarantined message needs at least one reason"
+		}
+		out = append(out, Inconsistency{"reasons", reason})
+	}
+	if (p.Antivirus.Status == AVInfected) != slices.Contains(p.Reasons, ReasonMalware) {
+		out = append(out, Inconsistency{"reasons", "must contain malware exactly when antivirus.status is infected"})
+	}
+	if (p.Antivirus.Status == AVUnscannable) != slices.Contains(p.Reasons, ReasonScanIncomplete) {
+		out = append(out, Inconsistency{"reasons", "must contain scan_incomplete exactly when antivirus.status is unscannable"})
+	}
+	if p.Status != db.ProtectionReleased {
+		for _, f := range []struct{ name, value string }{{"releasedAt", p.ReleasedAt}, {"releasedBy", p.ReleasedBy}} {
+			if f.value != "" {
+				out = append(out, Inconsistency{f.name, "only a released message has it"})
+			}
+		}
+	}
+	return out
+}
 
 // Scan computes the verdict of one message. Authentication never fails (DNS trouble is
 // temperror); the only error is ErrUnavailable, when a configured spamd or clamd cannot

@@ -50,6 +50,9 @@ type Config struct {
 	// Window is how long after its event a delivery is retried; then it is failed.
 	Window time.Duration
 	Poll   time.Duration
+	// Clock, when set, is the clock Store reads (the test controls move it): the worker
+	// wakes when it moves, so a retry it skipped past is made at once.
+	Clock *db.Clock
 	// Transport carries the requests; nil is a transport of the worker's own.
 	Transport http.RoundTripper
 	// Payloads renders the events to post; nil renders them from Store. The process's
@@ -188,6 +191,10 @@ func (w *Worker) Run(ctx context.Context) {
 		if !offered {
 			wake = w.cfg.Store.EventsCommitted()
 		}
+		var moved <-chan struct{} // nil without a Clock: never
+		if w.cfg.Clock != nil {
+			moved = w.cfg.Clock.Moved()
+		}
 		claimed := time.Now()
 		if !offered || w.takeDue() {
 			if w.claim(ctx, &attempts) {
@@ -205,6 +212,8 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-w.freed:
 			pause(ctx, claimGather-time.Since(claimed))
 		case <-t.C:
+			w.markDue()
+		case <-moved:
 			w.markDue()
 		}
 		t.Stop()
