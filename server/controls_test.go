@@ -334,3 +334,20 @@ func TestAResetTakesItsMailsEventsOffTheStream(t *testing.T) {
 	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "after", "text": "new"})
 	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "after")
 }
+
+// Moving the clock past the events' retention expires the cursors of the events it
+// passed, as those days would: a resumed stream is cursor_expired 410, not a replay.
+func TestTheClockMovesEventRetention(t *testing.T) {
+	e := newControlsEnv(t)
+	box := e.createInbox("desk")
+	key := e.ok("createTestKey", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "scopes": []string{"messages:read"},
+		"days": 365})["key"].(string) // outlives the week ahead
+	live := e.openStream(key, "")
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "first", "text": "a"})
+	first := live.next()
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "second", "text": "b"})
+	live.next()
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 8 * 86400})
+	qt.Assert(t, e.streamStatus(key, "", "Last-Event-ID", first.id), qt.Equals, http.StatusGone)
+	e.fails(http.StatusGone, "cursor_expired", "GET", "/v1/events", key, nil, "Last-Event-ID", first.id)
+}
