@@ -457,3 +457,19 @@ func TestWebhookAtAnotherHostOverHTTPCanStillBeUpdated(t *testing.T) {
 	c.Assert(up["description"], qt.Equals, "the app under test")
 	e.fails(422, db.ECodeInvalidArgument, "PATCH", path, e.full, map[string]any{"url": "http://app:3001/hook"})
 }
+
+// With the test clock moved (POST /_inboxd/clock), deliveries still verify: a receiver's
+// library checks webhook-timestamp against its own clock, within five minutes, so the
+// header is the wall clock's time of the attempt, whatever the rules' clock says.
+func TestWebhookVerifiesAfterTheTestClockMoved(t *testing.T) {
+	clock := &db.Clock{}
+	e := newHookEnv(t, webhook.Config{}, serverOptions{now: clock.Now})
+	in := e.createInbox("support")
+	rc := newReceiver(t, okAnswer)
+	hook := e.hook(map[string]any{"url": rc.URL + "/hooks"})
+	clock.Advance(8 * 24 * time.Hour)
+	e.deliver(in, db.NewMessage{MessageID: "<late@far.test>", From: "ann@far.test", To: []string{in}, Subject: "late", Text: "t"})
+	e.eventually("the delivery", func() bool { return len(rc.requests()) > 0 }) // the env's keys have expired
+	r := rc.requests()[0]
+	qt.Assert(t, verifySignature(hook["secret"].(string), r.header, r.body), qt.IsTrue, qt.Commentf("%v", r.header))
+}
