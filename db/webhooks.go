@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Webhooks (extensions sections 2 and 3): an account's endpoints that receive its events.
@@ -123,7 +124,7 @@ func WebhookKey(secret string) ([]byte, error) {
 // Errors: invalid_argument (naming url).
 func CheckWebhookURL(raw string, allowHTTP bool) error {
 	bad := func(why string) error { return Errorf(ECodeInvalidArgument, "url: %s", why) }
-	if len(raw) > MaxWebhookURL {
+	if utf8.RuneCountInString(raw) > MaxWebhookURL {
 		return bad("must be at most 2048 characters")
 	}
 	u, err := url.Parse(raw)

@@ -429,14 +429,15 @@ func TestWebhookOperationsNeedAnAccountKeyWithTheScope(t *testing.T) {
 
 // The URL rules on the forms people write: loopback by its name, by any address of
 // 127.0.0.0/8 or by [::1], not by a name that DNS answers (the absolute "localhost." is
-// one); a port is a port.
+// one); a port is a port; the length is counted in characters.
 func TestWebhookURLForms(t *testing.T) {
 	e := newHookEnv(t, webhook.Config{}, serverOptions{})
-	for _, u := range []string{"http://localhost/x", "http://LOCALHOST:3000/x", "http://127.1.2.3/x", "http://[::1]:9000/x", "https://hooks.example.com:8443/x?a=1"} {
+	for _, u := range []string{"http://localhost/x", "http://LOCALHOST:3000/x", "http://127.1.2.3/x", "http://[::1]:9000/x", "https://hooks.example.com:8443/x?a=1",
+		"https://hooks.example.com/" + strings.Repeat("é", 2048-26)} { // 2,048 characters, more bytes
 		qt.Check(t, e.hook(map[string]any{"url": u})["url"], qt.Equals, u)
 	}
 	for _, u := range []string{"http://localhost./x", "http://sub.localhost/x", "http://127.0.0.1.nip.io/x", "http://0x7f.1/x", "http://2130706433/x",
-		"https://hooks.example.com:99999/x", "https://hooks.example.com:0/x", "http://localhost:65536/x", "https:///x"} {
+		"https://hooks.example.com/" + strings.Repeat("é", 2049-26), "https://hooks.example.com:99999/x", "https://hooks.example.com:0/x", "http://localhost:65536/x", "https:///x"} {
 		r := e.fails(422, db.ECodeInvalidArgument, "POST", "/v1/webhooks", e.full, map[string]any{"url": u})
 		qt.Check(t, string(r.body), qt.Contains, `"url: `, qt.Commentf("%s", u))
 	}
