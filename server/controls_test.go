@@ -336,7 +336,8 @@ func TestAResetTakesItsMailsEventsOffTheStream(t *testing.T) {
 }
 
 // Moving the clock past the events' retention expires the cursors of the events it
-// passed, as those days would: a resumed stream is cursor_expired 410, not a replay.
+// passed, as those days would: a resumed stream is cursor_expired 410, not a replay. A
+// reset then brings back the start's events, and a stream resumes among them again.
 func TestTheClockMovesEventRetention(t *testing.T) {
 	e := newControlsEnv(t)
 	box := e.createInbox("desk")
@@ -345,9 +346,15 @@ func TestTheClockMovesEventRetention(t *testing.T) {
 	live := e.openStream(key, "")
 	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "first", "text": "a"})
 	first := live.next()
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil) // what the server takes at start
 	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "second", "text": "b"})
 	live.next()
 	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 8 * 86400})
 	qt.Assert(t, e.streamStatus(key, "", "Last-Event-ID", first.id), qt.Equals, http.StatusGone)
 	e.fails(http.StatusGone, "cursor_expired", "GET", "/v1/events", key, nil, "Last-Event-ID", first.id)
+
+	e.ok("resetServer", "POST", "/_inboxd/reset", "", nil)
+	qt.Assert(t, e.streamStatus(key, "?lastEventId=0"), qt.Equals, http.StatusOK)
+	resumed := e.openStream(key, "?lastEventId=0")
+	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "first")
 }
