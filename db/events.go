@@ -171,16 +171,20 @@ func recordArrival(tx Tx, m *NewMessage, row int64, view *Message) error {
 // DeliveryChanged records the events of a change to a sent message's delivery record d:
 // email.delivery_updated with the record, and email.bounced naming the recipients that
 // bounced or were suppressed with it. The store calls it wherever it changes a record.
+// Both occurred when the record changed (occurredAt is delivery.updatedAt, API-NOTES
+// section 14), which the sender stamps a moment before this unit of work runs.
 func DeliveryChanged(tx Tx, messageRow int64, d *Delivery, bounced []string) error {
+	var at time.Time // zero: the unit's Now (RecordEvent)
 	if d != nil {
-		if err := RecordEvent(tx, NewEvent{Type: EventDeliveryUpdated, MessageRow: messageRow, Delivery: d}); err != nil {
+		at, _ = time.Parse(time.RFC3339Nano, d.UpdatedAt)
+		if err := RecordEvent(tx, NewEvent{Type: EventDeliveryUpdated, MessageRow: messageRow, Delivery: d, OccurredAt: at}); err != nil {
 			return err
 		}
 	}
 	if len(bounced) == 0 {
 		return nil
 	}
-	return RecordEvent(tx, NewEvent{Type: EventBounced, MessageRow: messageRow, Recipients: bounced})
+	return RecordEvent(tx, NewEvent{Type: EventBounced, MessageRow: messageRow, Recipients: bounced, OccurredAt: at})
 }
 
 // recordLabelChanges records message.labels_updated for each message whose labels differ

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Webhooks (extensions sections 2 and 3): an account's endpoints that receive its events.
@@ -122,7 +124,7 @@ func WebhookKey(secret string) ([]byte, error) {
 // Errors: invalid_argument (naming url).
 func CheckWebhookURL(raw string, allowHTTP bool) error {
 	bad := func(why string) error { return Errorf(ECodeInvalidArgument, "url: %s", why) }
-	if len(raw) > MaxWebhookURL {
+	if utf8.RuneCountInString(raw) > MaxWebhookURL {
 		return bad("must be at most 2048 characters")
 	}
 	u, err := url.Parse(raw)
@@ -130,6 +132,8 @@ func CheckWebhookURL(raw string, allowHTTP bool) error {
 		return bad("must be an absolute https:// URL")
 	}
 	switch {
+	case !validPort(u.Port()):
+		return bad("the port must be a number from 1 to 65535")
 	case u.User != nil:
 		return bad("must not carry a user name or password")
 	case u.Fragment != "" || strings.Contains(raw, "#"):
@@ -144,7 +148,19 @@ func CheckWebhookURL(raw string, allowHTTP bool) error {
 	return bad("http:// is allowed only to localhost, 127.0.0.0/8 or [::1] (serve --webhook-allow-http allows any host)")
 }
 
+// validPort reports whether a URL's port is absent or one a connection can be made to;
+// url.Parse takes any digits.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
 func isLoopbackHost(host string) bool {
+	// Not "localhost.": Go's resolver asks DNS for that absolute name instead of the
+	// hosts file, so it may reach any host, or none.
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -220,7 +236,13 @@ func UpdateWebhook(ctx context.Context, st Units, accountID, webhookID string, u
 }
 
 func applyWebhookUpdate(tx Tx, w *Webhook, u WebhookUpdate) error {
+	// Only a URL the update gives is checked: a webhook a fixture (or a server run with
+	// --webhook-allow-http) made at http:// to another host can still be disabled or
+	// described by a server without that flag.
 	if u.URL != nil {
+		if err := CheckWebhookURL(*u.URL, u.AllowHTTP); err != nil {
+			return err
+		}
 		w.URL = *u.URL
 	}
 	if u.EventTypes != nil {
@@ -232,7 +254,7 @@ func applyWebhookUpdate(tx Tx, w *Webhook, u WebhookUpdate) error {
 	if u.Enabled != nil {
 		w.Enabled = *u.Enabled
 	}
-	if err := checkWebhookFields(w.URL, w.EventTypes, w.Description, u.AllowHTTP); err != nil {
+	if err := checkWebhookChoices(w.EventTypes, w.Description); err != nil {
 		return err
 	}
 	if u.InboxIDs == nil {
@@ -261,6 +283,11 @@ func checkWebhookFields(rawURL string, types []string, description string, allow
 	if err := CheckWebhookURL(rawURL, allowHTTP); err != nil {
 		return err
 	}
+	return checkWebhookChoices(types, description)
+}
+
+// checkWebhookChoices checks a webhook's event types and description.
+func checkWebhookChoices(types []string, description string) error {
 	for i, t := range types {
 		if !IsEventType(t) {
 			return Errorf(ECodeInvalidArgument, "eventTypes: %q is not an event type (%s)", t, strings.Join(EventTypes(), ", "))

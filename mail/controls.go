@@ -94,9 +94,16 @@ func (c *Controls) SetFaults(ctx context.Context, rules []FaultRule) error {
 	return c.update(ctx, func(s *db.ControlState) bool { s.SetRules(stored); return true })
 }
 
-// AdvanceClock moves every process's clock forward by d.
+// AdvanceClock moves every process's clock forward by d. Event retention reads that
+// clock: the events it now leaves behind are dropped at once, not at the event hubs'
+// next hourly trim, so that a stream resumed among them is cursor_expired at once, as
+// after the days themselves.
 func (c *Controls) AdvanceClock(ctx context.Context, d time.Duration) error {
-	return c.update(ctx, func(s *db.ControlState) bool { s.AdvanceClock(d); return true })
+	if err := c.update(ctx, func(s *db.ControlState) bool { s.AdvanceClock(d); return true }); err != nil {
+		return err
+	}
+	_, err := c.store.TrimEvents(ctx, c.store.Now().Add(-db.EventRetention))
+	return err
 }
 
 // Refresh reads the state and applies it: before an answer that shows it (getFaults,

@@ -2,11 +2,9 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -507,27 +505,26 @@ func TestControlRefusalsAreDocumented(t *testing.T) {
 	qt.Check(t, e.documentedStatuses("GET", "/_inboxd/outbox"), qt.Contains, "404")
 }
 
-// A webhook's signature is dated by the system's time even when the test controls moved
-// the server's clock, as Stripe's test clocks do: the receiver checks it against its own
-// clock (the Standard Webhooks libraries refuse one five minutes off), while the event's
-// occurredAt is the moved clock's.
-func TestWebhookSignaturesKeepTheSystemTime(t *testing.T) {
-	clock, faults := &db.Clock{}, &mail.Faults{}
-	e := newHookEnv(t, webhook.Config{Clock: clock}, serverOptions{now: clock.Now, mail: func(c *mail.Config) { c.Faults = faults },
-		api: func(c *server.Config) { c.TestControls, c.Clock, c.Faults = true, clock, faults }})
-	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+// Moving the clock past the events' retention expires the cursors of the events it
+// passed, as those days would: a resumed stream is cursor_expired 410, not a replay. A
+// reset then brings back the start's events, and a stream resumes among them again.
+func TestTheClockMovesEventRetention(t *testing.T) {
+	e := newControlsEnv(t)
 	box := e.createInbox("desk")
-	e.ok("createWebhook", "POST", "/v1/webhooks", e.full, map[string]any{"url": rc.URL})
-	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 86400})
-	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "hi", "text": "hello"})
-	e.eventually("the webhook's request", func() bool { return rc.hits.Load() > 0 })
-	rc.mu.Lock()
-	got := rc.got[0]
-	rc.mu.Unlock()
-	ts, err := strconv.ParseInt(got.header.Get("webhook-timestamp"), 10, 64)
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, time.Since(time.Unix(ts, 0)).Abs() < time.Minute, qt.IsTrue, qt.Commentf("webhook-timestamp %d", ts))
-	var payload map[string]any
-	qt.Assert(t, json.Unmarshal(got.body, &payload), qt.IsNil)
-	qt.Assert(t, payload["occurredAt"].(string) > time.Now().Add(23*time.Hour).UTC().Format(db.TimeFormat), qt.IsTrue)
+	key := e.ok("createTestKey", "POST", "/_inboxd/keys", "", map[string]any{"accountId": "acme", "scopes": []string{"messages:read"},
+		"days": 365})["key"].(string) // outlives the week ahead
+	live := e.openStream(key, "")
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "first", "text": "a"})
+	first := live.next()
+	qt.Assert(t, e.store.SnapshotForReset(context.Background()), qt.IsNil) // what the server takes at start
+	e.injected(box, map[string]any{"from": "ann@customer.example", "subject": "second", "text": "b"})
+	live.next()
+	e.ok("advanceClock", "POST", "/_inboxd/clock", "", map[string]any{"advanceSeconds": 8 * 86400})
+	qt.Assert(t, e.streamStatus(key, "", "Last-Event-ID", first.id), qt.Equals, http.StatusGone)
+	e.fails(http.StatusGone, "cursor_expired", "GET", "/v1/events", key, nil, "Last-Event-ID", first.id)
+
+	e.ok("resetServer", "POST", "/_inboxd/reset", "", nil)
+	qt.Assert(t, e.streamStatus(key, "?lastEventId=0"), qt.Equals, http.StatusOK)
+	resumed := e.openStream(key, "?lastEventId=0")
+	qt.Assert(t, e.payload(resumed.next())["message"].(map[string]any)["subject"], qt.Equals, "first")
 }

@@ -29,14 +29,7 @@ type sseStream struct {
 func (e *env) openStream(key, query string, headers ...string) *sseStream {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/events"+query, nil)
-	qt.Assert(e.t, err, qt.IsNil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	qt.Assert(e.t, err, qt.IsNil)
+	res := e.requestStream(ctx, key, query, headers...)
 	qt.Assert(e.t, res.StatusCode, qt.Equals, 200)
 	qt.Assert(e.t, res.Header.Get("Content-Type"), qt.Equals, "text/event-stream")
 	qt.Assert(e.t, res.Header.Get("Cache-Control"), qt.Equals, "no-store")
@@ -127,4 +120,27 @@ func (s *sseStream) quiet(d time.Duration) {
 			return
 		}
 	}
+}
+
+// streamStatus opens a stream and answers its status without reading a stream that
+// started (a 200 would never end): a test that expects a refusal fails instead of hanging.
+func (e *env) streamStatus(key, query string, headers ...string) int {
+	e.t.Helper()
+	res := e.requestStream(context.Background(), key, query, headers...)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// requestStream sends GET /v1/events with the key and headers (name, value, ...).
+func (e *env) requestStream(ctx context.Context, key, query string, headers ...string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/events"+query, nil)
+	qt.Assert(e.t, err, qt.IsNil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	qt.Assert(e.t, err, qt.IsNil)
+	return res
 }

@@ -309,3 +309,30 @@ func TestStreamAndWaitNeedMessagesRead(t *testing.T) {
 		e.fails(401, "unauthorized", "GET", wait, key, nil)
 	}
 }
+
+// An email.delivery_updated event occurred when its delivery record changed, as the
+// hosted service has it: occurredAt is delivery.updatedAt, even when the record was
+// stamped a moment before the commit that records it (a clock here that moves on at every
+// reading).
+func TestDeliveryEventOccurredWhenItsRecordChanged(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	ticking := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Millisecond); return now }
+	e := streamEnv(t, serverOptions{now: ticking})
+	in := e.createInbox("desk")
+	s := e.openStream(e.full, "?types=email.delivery_updated")
+	e.ok("send", "POST", inboxPath(in)+"/messages/send", e.full, map[string]any{"to": []string{"ann@far.example"},
+		"subject": "s", "text": "t", "idempotencyKey": "k1"})
+	for range 2 { // queued, then delivered
+		p := e.payload(s.next())
+		qt.Assert(t, p["occurredAt"], qt.Equals, p["delivery"].(map[string]any)["updatedAt"], qt.Commentf("%v", p))
+	}
+}
+
+// A cursor that is not a number is refused in words that name the parameter and say
+// what it must be.
+func TestEventStreamNamesABadCursor(t *testing.T) {
+	e := streamEnv(t, serverOptions{})
+	r := e.fails(422, "invalid_argument", "GET", "/v1/events?lastEventId=abc", e.full, nil)
+	qt.Assert(t, r.json(t)["error"].(map[string]any)["message"], qt.Equals, "lastEventId: must be the id of an event this stream sent (the Last-Event-ID header does the same and wins)")
+}

@@ -426,3 +426,51 @@ func TestWebhookOperationsNeedAnAccountKeyWithTheScope(t *testing.T) {
 	}
 	qt.Assert(t, e.ok("getWebhook", "GET", "/v1/webhooks/"+id, e.full, nil)["enabled"], qt.IsTrue)
 }
+
+// The URL rules on the forms people write: loopback by its name, by any address of
+// 127.0.0.0/8 or by [::1], not by a name that DNS answers (the absolute "localhost." is
+// one); a port is a port; the length is counted in characters.
+func TestWebhookURLForms(t *testing.T) {
+	e := newHookEnv(t, webhook.Config{}, serverOptions{})
+	for _, u := range []string{"http://localhost/x", "http://LOCALHOST:3000/x", "http://127.1.2.3/x", "http://[::1]:9000/x", "https://hooks.example.com:8443/x?a=1",
+		"https://hooks.example.com/" + strings.Repeat("é", 2048-26)} { // 2,048 characters, more bytes
+		qt.Check(t, e.hook(map[string]any{"url": u})["url"], qt.Equals, u)
+	}
+	for _, u := range []string{"http://localhost./x", "http://sub.localhost/x", "http://127.0.0.1.nip.io/x", "http://0x7f.1/x", "http://2130706433/x",
+		"https://hooks.example.com/" + strings.Repeat("é", 2049-26), "https://hooks.example.com:99999/x", "https://hooks.example.com:0/x", "http://localhost:65536/x", "https:///x"} {
+		r := e.fails(422, db.ECodeInvalidArgument, "POST", "/v1/webhooks", e.full, map[string]any{"url": u})
+		qt.Check(t, string(r.body), qt.Contains, `"url: `, qt.Commentf("%s", u))
+	}
+}
+
+// A webhook made at http:// to a host the API refuses (by a fixture, or while the server
+// ran with --webhook-allow-http) can still be disabled and described: an update checks
+// the URL it gives, not the one the webhook has.
+func TestWebhookAtAnotherHostOverHTTPCanStillBeUpdated(t *testing.T) {
+	c := qt.New(t)
+	e := newHookEnv(t, webhook.Config{}, serverOptions{})
+	hook, err := db.CreateWebhook(context.Background(), e.store, db.NewWebhook{AccountID: "acme", URL: "http://app:3000/hook", AllowHTTP: true})
+	c.Assert(err, qt.IsNil)
+	path := "/v1/webhooks/" + hook.WebhookID
+	c.Assert(e.ok("updateWebhook", "PATCH", path, e.full, map[string]any{"enabled": false})["enabled"], qt.IsFalse)
+	up := e.ok("updateWebhook", "PATCH", path, e.full, map[string]any{"description": "the app under test", "eventTypes": []string{db.EventReceived}})
+	c.Assert(up["url"], qt.Equals, "http://app:3000/hook")
+	c.Assert(up["description"], qt.Equals, "the app under test")
+	e.fails(422, db.ECodeInvalidArgument, "PATCH", path, e.full, map[string]any{"url": "http://app:3001/hook"})
+}
+
+// With the test clock moved (POST /_inboxd/clock), deliveries still verify: a receiver's
+// library checks webhook-timestamp against its own clock, within five minutes, so the
+// header is the wall clock's time of the attempt, whatever the rules' clock says.
+func TestWebhookVerifiesAfterTheTestClockMoved(t *testing.T) {
+	clock := &db.Clock{}
+	e := newHookEnv(t, webhook.Config{}, serverOptions{now: clock.Now})
+	in := e.createInbox("support")
+	rc := newReceiver(t, okAnswer)
+	hook := e.hook(map[string]any{"url": rc.URL + "/hooks"})
+	clock.Advance(8 * 24 * time.Hour)
+	e.deliver(in, db.NewMessage{MessageID: "<late@far.test>", From: "ann@far.test", To: []string{in}, Subject: "late", Text: "t"})
+	e.eventually("the delivery", func() bool { return len(rc.requests()) > 0 }) // the env's keys have expired
+	r := rc.requests()[0]
+	qt.Assert(t, verifySignature(hook["secret"].(string), r.header, r.body), qt.IsTrue, qt.Commentf("%v", r.header))
+}

@@ -105,6 +105,12 @@ func (s *Store) ResetToSnapshot(ctx context.Context) error {
 		if err := enqueueIndex(ctx, tx, "1"); err != nil { // what is back
 			return err
 		}
+		// The snapshot's events are kept again, whatever retention dropped since (a test
+		// that moved the clock): a stream resumes from before them, as right after start-up.
+		if _, err := tx.ExecContext(ctx, `UPDATE settings SET value = CAST(CAST((SELECT MIN(seq) - 1 FROM events) AS TEXT) AS BLOB)
+			WHERE name = 'events_expired_through' AND CAST(CAST(value AS TEXT) AS INTEGER) > (SELECT MIN(seq) - 1 FROM events)`); err != nil {
+			return err
+		}
 		return markOutbox(ctx, tx)
 	})
 }

@@ -112,6 +112,22 @@ func resetTests() []test {
 			e.Assert(queued[seeded.RowID], qt.IsTrue) // the index reads the seed message again
 			e.Assert(len(queued) >= 3, qt.IsTrue, qt.Commentf("%v", changes))
 		}},
+		{"a reset keeps the snapshot's events again, whatever retention dropped since", func(e *env) {
+			// A test moves the clock past retention (the test controls trim then), and the
+			// reset after it brings back the start's events: a stream resumes from before
+			// them, as it could right after start-up.
+			e.receive(e.mail(e.inbox, "<seed@far.test>"))
+			e.Assert(e.st.SnapshotForReset(e.ctx), qt.IsNil)
+			e.advance(db.EventRetention + time.Hour)
+			_, err := e.st.TrimEvents(e.ctx, e.clock().Add(-db.EventRetention))
+			e.Assert(err, qt.IsNil)
+			e.Assert(e.st.ResetToSnapshot(e.ctx), qt.IsNil)
+			evs := e.events(0, acme())
+			e.Assert(typesOf(evs), qt.DeepEquals, []string{db.EventReceived})
+			_, expired, err := e.st.EventBounds(e.ctx)
+			e.Assert(err, qt.IsNil)
+			e.Assert(expired < evs[0].Seq, qt.IsTrue, qt.Commentf("expired through %d, the seed's event is %d", expired, evs[0].Seq))
+		}},
 		{"a reset without a snapshot is not found", func(e *env) {
 			e.isCode(e.st.ResetToSnapshot(e.ctx), db.ECodeNotFound)
 		}},

@@ -189,9 +189,9 @@ func (w *Worker) post(ctx context.Context, j db.HookJob, body []byte) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("the URL cannot be requested: %w", err)
 	}
-	// The system's time, not the store's: the receiver checks it against its own clock, so
-	// it stays true when the test controls move the server's (as Stripe's test clocks
-	// leave webhook signatures on real time).
+	// The wall clock's, not the store's: a receiver checks it against its own clock (the
+	// Standard Webhooks and Svix libraries refuse more than five minutes off), and the test
+	// controls may have moved the store's days ahead (extensions section 6).
 	ts := time.Now().Unix()
 	setHeaders(req.Header, j.Event.EventID, ts, Sign(key, j.Event.EventID, ts, body))
 	resp, err := w.client.Do(req)
