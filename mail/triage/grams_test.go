@@ -93,3 +93,36 @@ func modelAndTrainingSet(c *qt.C) (*Model, []Example) {
 	c.Assert(err, qt.IsNil)
 	return m, all
 }
+
+// A Builtin keeps only what prediction reads of its model, and answers as the model's
+// heads do, each with its own weights; the model it was made from stays whole (the
+// evaluation goes on using and retraining it).
+func TestBuiltinAnswersAsItsModelsHeads(t *testing.T) {
+	c := qt.New(t)
+	m, all := modelAndTrainingSet(c)
+	before, err := m.Encode()
+	c.Assert(err, qt.IsNil)
+	b := NewBuiltinModel(m)
+	c.Assert(b.model.Features, qt.IsNil)
+	for _, h := range b.model.Heads {
+		c.Assert(h.Weights, qt.IsNil)
+	}
+	v := newVectorizer(m.lookup)
+	var x sparse
+	for n := 0; n < len(all); n += 7 {
+		got := b.Predict(all[n].In)
+		want := Scores{InputTokens: int64(v.vector(all[n].In, &x))}
+		probs := make([][]float64, len(m.Heads))
+		for i, h := range m.Heads {
+			probs[i] = make([]float64, len(h.Classes))
+			h.predict(&x, probs[i])
+		}
+		copy(want.Category[:], probs[HeadCategory])
+		want.NeedsReply = probs[HeadReply][1]
+		copy(want.Urgency[:], probs[HeadUrgency])
+		c.Assert(got, qt.DeepEquals, want, qt.Commentf("%s", all[n].ID))
+	}
+	after, err := m.Encode()
+	c.Assert(err, qt.IsNil)
+	c.Assert(after, qt.DeepEquals, before)
+}
