@@ -2,6 +2,7 @@ package triage
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -14,13 +15,18 @@ type Builtin struct {
 	model *Model
 	seen  *gramCache
 
-	// free holds the scratches not in use: one for each Predict that ran at once, at the
-	// most, kept for good. (A sync.Pool drops what it holds at every collection, and a
+	// free holds the scratches not in use, kept for good: one for each Predict that ran
+	// at once, up to maxFree. (A sync.Pool drops what it holds at every collection, and a
 	// server under a stream of mail collected every few hundred messages: each scratch
 	// dropped was made again, its 340 KB count array with it, 8 KB a message in all.)
 	mu   sync.Mutex
 	free []*scratch
 }
+
+// maxFree bounds the scratches a Builtin keeps: more than twice as many Predicts as
+// there are Ps to run them are rarely under way at once (it never waits), and a burst
+// of more must not leave their memory held for good.
+func maxFree() int { return 2 * runtime.GOMAXPROCS(0) }
 
 type scratch struct {
 	vec  *vectorizer
@@ -64,7 +70,9 @@ func (b *Builtin) scratch() *scratch {
 
 func (b *Builtin) done(s *scratch) {
 	b.mu.Lock()
-	b.free = append(b.free, s)
+	if len(b.free) < maxFree() {
+		b.free = append(b.free, s)
+	}
 	b.mu.Unlock()
 }
 

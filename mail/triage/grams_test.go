@@ -126,3 +126,20 @@ func TestBuiltinAnswersAsItsModelsHeads(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(after, qt.DeepEquals, before)
 }
+
+// A burst of Predicts at once leaves a bounded number of scratches held for good.
+func TestBuiltinKeepsBoundedScratches(t *testing.T) {
+	c := qt.New(t)
+	b, err := NewBuiltin()
+	c.Assert(err, qt.IsNil)
+	held := make([]*scratch, 4*maxFree())
+	for i := range held {
+		held[i] = b.scratch()
+	}
+	for _, s := range held {
+		b.done(s)
+	}
+	c.Assert(b.free, qt.HasLen, maxFree())
+	// Those kept are used again, not made anew.
+	c.Assert(b.scratch(), qt.Equals, held[maxFree()-1])
+}
