@@ -2,6 +2,7 @@ package triage
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -12,8 +13,20 @@ import (
 // network and answers in well under a millisecond, so it never fails.
 type Builtin struct {
 	model *Model
-	pool  sync.Pool // *scratch
+	seen  *gramCache
+
+	// free holds the scratches not in use, kept for good: one for each Predict that ran
+	// at once, up to maxFree. (A sync.Pool drops what it holds at every collection, and a
+	// server under a stream of mail collected every few hundred messages: each scratch
+	// dropped was made again, its 340 KB count array with it, 8 KB a message in all.)
+	mu   sync.Mutex
+	free []*scratch
 }
+
+// maxFree bounds the scratches a Builtin keeps: more than twice as many Predicts as
+// there are Ps to run them are rarely under way at once (it never waits), and a burst
+// of more must not leave their memory held for good.
+func maxFree() int { return 2 * runtime.GOMAXPROCS(0) }
 
 type scratch struct {
 	vec  *vectorizer
@@ -35,16 +48,32 @@ func EmbeddedModel() (*Model, error) { return LoadModel(embeddedModel) }
 
 // NewBuiltinModel returns the provider over m (the evaluation uses a model file).
 func NewBuiltinModel(m *Model) *Builtin {
-	b := &Builtin{model: m}
-	seen := newGramCache(maxCachedWords)
-	b.pool.New = func() any {
-		s := &scratch{vec: m.newVectorizer(seen)}
-		for i, h := range m.Heads {
-			s.outs[i] = make([]float64, len(h.Classes))
-		}
+	return &Builtin{model: m.serving(), seen: newGramCache(maxCachedWords)}
+}
+
+// scratch returns a scratch for one Predict; done gives it back.
+func (b *Builtin) scratch() *scratch {
+	b.mu.Lock()
+	if n := len(b.free); n > 0 {
+		s := b.free[n-1]
+		b.free = b.free[:n-1]
+		b.mu.Unlock()
 		return s
 	}
-	return b
+	b.mu.Unlock()
+	s := &scratch{vec: b.model.newVectorizer(b.seen)}
+	for i, h := range b.model.Heads {
+		s.outs[i] = make([]float64, len(h.Classes))
+	}
+	return s
+}
+
+func (b *Builtin) done(s *scratch) {
+	b.mu.Lock()
+	if len(b.free) < maxFree() {
+		b.free = append(b.free, s)
+	}
+	b.mu.Unlock()
 }
 
 // Model names the model and its version.
@@ -57,8 +86,8 @@ func (b *Builtin) Analyze(_ context.Context, in Input) (Scores, error) {
 
 // Predict scores one message; it is safe for concurrent use.
 func (b *Builtin) Predict(in Input) Scores {
-	s := b.pool.Get().(*scratch)
-	defer b.pool.Put(s)
+	s := b.scratch()
+	defer b.done(s)
 	var sc Scores
 	sc.InputTokens = int64(s.vec.vector(in, &s.x))
 	b.model.predictAll(&s.x, s.outs[:])

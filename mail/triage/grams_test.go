@@ -93,3 +93,53 @@ func modelAndTrainingSet(c *qt.C) (*Model, []Example) {
 	c.Assert(err, qt.IsNil)
 	return m, all
 }
+
+// A Builtin keeps only what prediction reads of its model, and answers as the model's
+// heads do, each with its own weights; the model it was made from stays whole (the
+// evaluation goes on using and retraining it).
+func TestBuiltinAnswersAsItsModelsHeads(t *testing.T) {
+	c := qt.New(t)
+	m, all := modelAndTrainingSet(c)
+	before, err := m.Encode()
+	c.Assert(err, qt.IsNil)
+	b := NewBuiltinModel(m)
+	c.Assert(b.model.Features, qt.IsNil)
+	for _, h := range b.model.Heads {
+		c.Assert(h.Weights, qt.IsNil)
+	}
+	v := newVectorizer(m.lookup)
+	var x sparse
+	for n := 0; n < len(all); n += 7 {
+		got := b.Predict(all[n].In)
+		want := Scores{InputTokens: int64(v.vector(all[n].In, &x))}
+		probs := make([][]float64, len(m.Heads))
+		for i, h := range m.Heads {
+			probs[i] = make([]float64, len(h.Classes))
+			h.predict(&x, probs[i])
+		}
+		copy(want.Category[:], probs[HeadCategory])
+		want.NeedsReply = probs[HeadReply][1]
+		copy(want.Urgency[:], probs[HeadUrgency])
+		c.Assert(got, qt.DeepEquals, want, qt.Commentf("%s", all[n].ID))
+	}
+	after, err := m.Encode()
+	c.Assert(err, qt.IsNil)
+	c.Assert(after, qt.DeepEquals, before)
+}
+
+// A burst of Predicts at once leaves a bounded number of scratches held for good.
+func TestBuiltinKeepsBoundedScratches(t *testing.T) {
+	c := qt.New(t)
+	b, err := NewBuiltin()
+	c.Assert(err, qt.IsNil)
+	held := make([]*scratch, 4*maxFree())
+	for i := range held {
+		held[i] = b.scratch()
+	}
+	for _, s := range held {
+		b.done(s)
+	}
+	c.Assert(b.free, qt.HasLen, maxFree())
+	// Those kept are used again, not made anew.
+	c.Assert(b.scratch(), qt.Equals, held[maxFree()-1])
+}

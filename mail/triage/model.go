@@ -35,6 +35,8 @@ type Model struct {
 	filter    []uint64  // a Bloom filter over Features
 	seed      maphash.Seed
 	wordGrams []int32 // the character n-grams of the vocabulary's words (refWordGrams)
+	// vocabulary is len(Features) of the model a serving one was made of (serving).
+	vocabulary int
 }
 
 // Head is one multinomial logistic regression: Weights holds, for each feature in
@@ -174,11 +176,36 @@ func (m *Model) distinctSeed() maphash.Seed {
 	}
 }
 
+// serving returns the model as a Builtin reads it: the same tables, without the
+// vocabulary's text (Features) and each head's weights (Head.Weights), which only loading,
+// training and Encode read; prediction reads fused. Held by a server, they were ~6 MB of
+// its live heap, 86,000 strings among it, that every collection marked and that brought
+// the next one nearer under the memory limit (BENCHMARKS.md, "The model's memory").
+func (m *Model) serving() *Model {
+	s := &Model{Name: m.Name, table: m.table, fused: m.fused, filter: m.filter, seed: m.seed,
+		wordGrams: m.wordGrams, vocabulary: m.vocabularySize()}
+	for _, h := range m.Heads {
+		c := *h
+		c.Weights, c.Offsets = nil, nil
+		s.Heads = append(s.Heads, &c)
+	}
+	return s
+}
+
+// vocabularySize is how many features the model has.
+func (m *Model) vocabularySize() int {
+	if m.Features == nil {
+		return m.vocabulary
+	}
+	return len(m.Features)
+}
+
 // newVectorizer returns a vectorizer over the model's vocabulary that looks up the
 // character n-grams of a word only when neither the vocabulary's table nor seen has them
-// (grams.go).
+// (grams.go). Its count array has a slot for every feature from the start.
 func (m *Model) newVectorizer(seen *gramCache) *vectorizer {
 	v := newVectorizer(m.lookup)
+	v.cnt = make([]float32, m.vocabularySize())
 	v.seen = seen
 	if m.wordGrams != nil {
 		v.lookupWord = m.lookupWord
