@@ -144,7 +144,7 @@ func TestDeliveriesSurviveARestart(t *testing.T) {
 func TestDeliveriesWaitingForASlotAreMadeOnce(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	rc := newCountingReceiver(t, 150*time.Millisecond)
+	rc := newCountingReceiver(t, 400*time.Millisecond)
 	st := open(t, filepath.Join(t.TempDir(), "inboxd.db"))
 	in, hook := hookSetup(t, st, rc.URL)
 	var err error
@@ -156,11 +156,13 @@ func TestDeliveriesWaitingForASlotAreMadeOnce(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 	}
 
-	// One slot, and a lease that covers an attempt and a little of waiting: the third
-	// delivery of a claim would start too late.
-	stop := run(st, webhook.Config{PerWebhook: 1, Timeout: 300 * time.Millisecond, Lease: 500 * time.Millisecond})
+	// One slot, and a lease that covers an attempt and a little of waiting: the second
+	// delivery of a claim would start too late, and the six answers take longer than a
+	// lease. The timeout is well above the receiver's 400 ms, so that no attempt fails on
+	// a loaded machine (its retry would be a second request for the same event).
+	stop := run(st, webhook.Config{PerWebhook: 1, Timeout: 1500 * time.Millisecond, Lease: 1800 * time.Millisecond})
 	defer stop()
-	waitDelivered(t, st, hook, n, 10*time.Second)
+	waitDelivered(t, st, hook, n, 30*time.Second)
 	rc.eachOnce(c, n)
 	c.Assert(rc.most.Load(), qt.Equals, int32(1))
 }
