@@ -214,9 +214,11 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-t.C:
 			w.markDue()
 		case <-moved:
-			w.markDue()
 		}
 		t.Stop()
+		if fired(moved) { // whichever case select took: the clock's move is not lost
+			w.markDue()
+		}
 	}
 }
 
@@ -258,6 +260,16 @@ func (w *Worker) takeDue() bool {
 	due := w.due
 	w.due = false
 	return due
+}
+
+// fired reports whether ch is closed (a nil ch never is).
+func fired(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // pause waits d (nothing when d <= 0) or until ctx ends.
