@@ -8,6 +8,7 @@ import type { components, paths } from "./schema.js";
 type Inbox = components["schemas"]["Inbox"];
 type Message = components["schemas"]["Message"];
 type ApiError = components["schemas"]["Error"];
+type StreamEvent = components["schemas"]["Event"];
 
 const api = createClient<paths>({
   baseUrl: process.env.INBOXD_URL,
@@ -27,11 +28,34 @@ if (!messages.data) throw new Error(`listMessages: ${JSON.stringify(messages.err
 const first: Message | undefined = messages.data.messages[0];
 if (!first) throw new Error("the fixture's billing inbox lists no message");
 
+// The live stream, opened before the send below so that the send's first delivery
+// update is its first event: each data line is an Event of the document.
+const events = await api.GET("/v1/events", { params: { query: { types: ["email.delivery_updated"] } }, parseAs: "stream" });
+if (!events.data) throw new Error(`streamEvents: ${events.response.status}`);
+const reader = events.data.pipeThrough(new TextDecoderStream()).getReader();
+
 const sent = await api.POST("/v1/inboxes/{inboxId}/messages/send", {
   params: { path: { inboxId: billing.inboxId } },
   body: { to: ["team@example.test"], subject: "From a generated client", text: "Typed end to end.", idempotencyKey: `ts-${Date.now()}` },
 });
 if (!sent.data) throw new Error(`send: ${JSON.stringify(sent.error)}`);
+
+// nextEvent reads the stream up to its next data line.
+async function nextEvent(): Promise<StreamEvent> {
+  let buf = "";
+  for (;;) {
+    const data = /^data: (.*)\n/m.exec(buf);
+    if (data) return JSON.parse(data[1]) as StreamEvent;
+    const chunk = await reader.read();
+    if (chunk.done) throw new Error(`the event stream ended: ${buf}`);
+    buf += chunk.value;
+  }
+}
+const update = await nextEvent();
+await reader.cancel();
+if (update.type !== "email.delivery_updated" || update.message.messageId !== sent.data.messageId || update.delivery?.version !== 1) {
+  throw new Error(`the send's first event: ${JSON.stringify(update)}`);
+}
 
 const missing = await api.GET("/v1/inboxes/{inboxId}", { params: { path: { inboxId: "nobody@example.test" } } });
 const err: ApiError | undefined = missing.error;
@@ -39,4 +63,4 @@ if (missing.response.status !== 404 || err?.error.code !== "not_found") {
   throw new Error(`getInbox of an unknown inbox: ${missing.response.status} ${JSON.stringify(err)}`);
 }
 
-console.log(`typed client ok: ${list.length} inboxes, first message ${first.messageId}, sent ${sent.data.messageId}`);
+console.log(`typed client ok: ${list.length} inboxes, first message ${first.messageId}, sent ${sent.data.messageId}, its event ${update.eventId}`);
