@@ -58,6 +58,7 @@ func (v *Validator) buildOpenAPI(baseURL string) ([]byte, error) {
 		}
 		item[strings.ToLower(op.Method)] = v.openAPIOperation(v.src.contracts[op.ID], n)
 	}
+	webhooks := eventWebhooks(n.name(map[string]any{"$ref": refPrefix + "event"}))
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -66,8 +67,9 @@ func (v *Validator) buildOpenAPI(baseURL string) ([]byte, error) {
 			"description": apiDescription,
 			"license":     map[string]any{"name": "MIT", "identifier": "MIT"},
 		},
-		"servers": []any{map[string]any{"url": baseURL}},
-		"paths":   paths,
+		"servers":  []any{map[string]any{"url": baseURL}},
+		"paths":    paths,
+		"webhooks": webhooks,
 		"components": map[string]any{
 			"schemas":   n.components(),
 			"responses": errorComponents(),
@@ -151,7 +153,11 @@ func (v *Validator) openAPIOperation(c *contract, n *namer) map[string]any {
 		delete(o, "x-required-scope")
 	}
 	if op.EventStream {
-		o["responses"].(map[string]any)["200"] = eventStreamResponse(response)
+		// As an extension's value the event is no Schema Object to linters, which allow
+		// nothing beside its $ref; Event's dialect is the document's (2020-12) anyway.
+		data := shallowCopy(response)
+		delete(data, "$schema")
+		o["responses"].(map[string]any)["200"] = eventStreamResponse(data)
 		o["parameters"] = append(params, lastEventIDHeader())
 	}
 	if op.Method == "POST" || op.Method == "PATCH" || op.Method == "PUT" {

@@ -128,7 +128,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			if op.EventStream {
 				c.Check(content["text/event-stream"].(map[string]any)["schema"], qt.DeepEquals, map[string]any{"type": "string"})
 				data := content["text/event-stream"].(map[string]any)["x-inboxd-event-data"].(map[string]any)
-				c.Check(data["$schema"], qt.Equals, "https://json-schema.org/draft/2020-12/schema")
+				c.Check(data, qt.DeepEquals, map[string]any{"$ref": "#/components/schemas/Event"})
 				c.Check(content["application/json"], qt.IsNil)
 				return
 			}
@@ -265,4 +265,26 @@ func TestOpenAPIIsStable(t *testing.T) {
 	for id, ct := range v.src.contracts {
 		c.Check(ct.response["$schema"], qt.IsNil, qt.Commentf(id))
 	}
+}
+
+// A webhook's body is the event the stream's data lines carry (extensions sections 1
+// and 3): one named schema serves both, its message typed by the shapes of each type.
+func TestOpenAPIWebhookBodyIsTheEvent(t *testing.T) {
+	c := qt.New(t)
+	doc := openAPIDoc(t)
+	post := doc["webhooks"].(map[string]any)["event"].(map[string]any)["post"].(map[string]any)
+	body := post["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
+	c.Check(body, qt.DeepEquals, map[string]any{"$ref": "#/components/schemas/Event"})
+	var headers []any
+	for _, p := range post["parameters"].([]any) {
+		headers = append(headers, p.(map[string]any)["name"])
+	}
+	c.Check(headers, qt.DeepEquals, []any{"webhook-id", "webhook-timestamp", "webhook-signature", "svix-id", "svix-timestamp", "svix-signature"})
+	message := deref(doc, deref(doc, body)["properties"].(map[string]any)["message"])
+	var shapes []any
+	for _, s := range message["anyOf"].([]any) {
+		shapes = append(shapes, s.(map[string]any)["$ref"])
+	}
+	c.Check(shapes, qt.DeepEquals, []any{"#/components/schemas/EventMessageWithText", "#/components/schemas/EventMessageSummary",
+		"#/components/schemas/EventMessageRef", "#/components/schemas/EventMessageLabels"})
 }
