@@ -181,6 +181,8 @@ func TestWebhookGetsSignedEmailReceivedOverSMTP(t *testing.T) {
 	for _, h := range []string{"id", "timestamp", "signature"} {
 		c.Assert(r.header.Get("svix-"+h), qt.Equals, r.header.Get("webhook-"+h))
 	}
+	// The body is the Event /openapi.json describes for webhooks and the stream alike.
+	c.Assert(e.schema.Response("streamEvents", r.body), qt.IsNil, qt.Commentf("%s", r.body))
 	var p struct {
 		Type, EventID, InboxID string
 		Message                struct {
