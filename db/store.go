@@ -169,8 +169,10 @@ type TriageQueue interface {
 	// TriageTexts fills the Text of claimed jobs (ClaimTriage), leaving out the messages
 	// deleted since.
 	TriageTexts(ctx context.Context, jobs []TriageJob) ([]TriageJob, error)
-	// FinishTriage records outcomes of analyses, all at once.
-	FinishTriage(ctx context.Context, outcomes []TriageOutcome) error
+	// FinishTriage records outcomes of analyses, all at once, each only while its claim
+	// holds (TriageOutcome), and returns the message rows of the outcomes it did not keep:
+	// their analyses count for nothing (an attempt not counted, a unit not given back).
+	FinishTriage(ctx context.Context, outcomes []TriageOutcome) (notKept []int64, err error)
 	// TriageQueueLen reports how many messages wait for triage.
 	TriageQueueLen(ctx context.Context) (int64, error)
 	// NextTriageDue reports when the earliest queued message comes due, and false when

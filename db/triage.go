@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unicode/utf8"
 )
@@ -97,10 +98,33 @@ func (n *NewMessage) QueuesTriage() bool {
 
 // TriageOutcome is what became of one analysis: a result (complete or failed) that takes
 // the message off the queue, or, when Result is nil, another attempt due at RetryAt.
+//
+// An outcome belongs to the claim whose analysis it is (TriageJob.Outcome) and is stored
+// only while that claim holds: the message is still queued, and, in a store whose claims
+// lease, still leased to that claim (LeaseEnds), not claimed again since by a process that
+// took it over when the lease ran out. The claim's owner may record it after the lease's
+// end as long as no one has claimed the message since.
 type TriageOutcome struct {
 	MessageRow int64
+	LeaseEnds  time.Time // the claim's (TriageJob.LeaseEnds)
 	Result     *Triage
 	RetryAt    time.Time
+}
+
+// Outcome starts the outcome of an analysis of j, as j's claim.
+func (j TriageJob) Outcome() TriageOutcome {
+	return TriageOutcome{MessageRow: j.MessageRow, LeaseEnds: j.LeaseEnds}
+}
+
+// CheckTriageOutcomes refuses outcomes a store cannot record: a result is complete or
+// failed (pending is what a queued message has already).
+func CheckTriageOutcomes(outcomes []TriageOutcome) error {
+	for _, o := range outcomes {
+		if o.Result != nil && o.Result.Status != TriageComplete && o.Result.Status != TriageFailed {
+			return errors.New("db: a triage result is complete or failed")
+		}
+	}
+	return nil
 }
 
 // QueuedTriage is a due message of the triage queue, and whether its analysis is paid for

@@ -449,3 +449,30 @@ func TestDeleteInboxWhileRepliesArriveOnAnotherProcess(t *testing.T) {
 		qt.Assert(t, left, qt.HasLen, 0, qt.Commentf("mail stored in the inbox after its deletion"))
 	}
 }
+
+// A process whose triage lease ran out, and whose message another process has claimed
+// since, cannot undo that claim with its late retry: no process claims the message again
+// while the other holds it (a retry once cleared the other's lease, and the message was
+// analyzed twice).
+func TestLateTriageRetryKeepsTheTakeover(t *testing.T) {
+	c, clock := clockedCluster(t, 2)
+	ctx := context.Background()
+	late, taker := c.stores[0], c.stores[1]
+	_, err := db.Deliver(ctx, late, []db.NewMessage{received(c.inbox, "<t1@far.test>")})
+	qt.Assert(t, err, qt.IsNil)
+	first, err := db.ClaimTriage(ctx, late, clock.read(), 10, nil)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, first, qt.HasLen, 1)
+	clock.advance(first[0].LeaseEnds.Sub(clock.read()) + time.Second)
+	second, err := db.ClaimTriage(ctx, taker, clock.read(), 10, nil)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, second, qt.HasLen, 1)
+	retry := first[0].Outcome()
+	retry.RetryAt = clock.read()
+	notKept, err := late.FinishTriage(ctx, []db.TriageOutcome{retry})
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, notKept, qt.DeepEquals, []int64{first[0].MessageRow})
+	again, err := db.ClaimTriage(ctx, late, clock.read(), 10, nil)
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, again, qt.HasLen, 0, qt.Commentf("claimed again while the other process holds it"))
+}

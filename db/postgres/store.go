@@ -26,7 +26,9 @@
 //   - raw bytes and attachments are chunks of chunkSize bytes (rawOf reads a message's);
 //   - a queue taken by several processes is claimed with FOR UPDATE SKIP LOCKED and a
 //     lease (triage_queue.leased_until; outbound.leased_until and lease;
-//     webhook_deliveries.claimed_until and claim), so a dead process's rows come back.
+//     webhook_deliveries.claimed_until and claim), so a dead process's rows come back;
+//     an outcome is written only while the row is still the claim's (its lease token, or
+//     for triage its lease's end), so a process late past its lease undoes no takeover.
 package postgres
 
 import (

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/inboxd/inboxd/db"
@@ -47,55 +46,68 @@ func (s *Store) TriageTexts(ctx context.Context, jobs []db.TriageJob) ([]db.Tria
 	return out, nil
 }
 
-// FinishTriage records outcomes of analyses, all in one transaction. A result is stored
-// with its filter columns and the message leaves the queue; a failed analysis gives back
-// the triage unit it spent. A retry counts the failed attempt, reschedules and ends the
-// lease. An outcome for a message no longer queued (deleted meanwhile, or finished by a
-// process that took it over after this one's lease ended) changes nothing.
-func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) error {
-	for _, o := range outcomes {
-		if o.Result != nil && o.Result.Status != db.TriageComplete && o.Result.Status != db.TriageFailed {
-			return errors.New("db: a triage result is complete or failed")
-		}
+// FinishTriage records outcomes of analyses, all in one transaction, each only while the
+// message is still leased to its claim (leased_until is the claim's LeaseEnds: every claim
+// moves it later, a retry clears it). A result is stored with its filter columns and the
+// message leaves the queue; a failed analysis gives back the triage unit it spent. A retry
+// counts the failed attempt, reschedules and ends the lease. An outcome whose claim no
+// longer holds (the message deleted meanwhile, or claimed by a process that took it over
+// after this one's lease ended) changes nothing and is returned as not kept.
+func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) ([]int64, error) {
+	if err := db.CheckTriageOutcomes(outcomes); err != nil {
+		return nil, err
 	}
-	return s.write(ctx, func(w *wtx) error {
+	var notKept []int64
+	err := s.write(ctx, func(w *wtx) error {
+		notKept = notKept[:0]
 		for _, o := range outcomes {
-			if err := w.finishTriage(o); err != nil {
+			kept, err := w.finishTriage(o)
+			if err != nil {
 				return err
+			}
+			if !kept {
+				notKept = append(notKept, o.MessageRow)
 			}
 		}
 		return nil
 	})
+	return notKept, err
 }
 
-func (w *wtx) finishTriage(o db.TriageOutcome) error {
-	if o.Result == nil {
-		_, err := w.exec("UPDATE triage_queue SET attempts = attempts + 1, next_at = $1, leased_until = 0 WHERE message_id = $2",
-			millis(o.RetryAt), o.MessageRow)
-		return err
+// finishTriage records one outcome and reports whether its claim held.
+func (w *wtx) finishTriage(o db.TriageOutcome) (bool, error) {
+	if o.LeaseEnds.IsZero() {
+		return false, nil // no claim of this store's: every claim leases
 	}
-	// The queue row is locked: of two processes finishing one message, the second finds
-	// it gone.
+	lease := millis(o.LeaseEnds)
+	if o.Result == nil {
+		tag, err := w.exec("UPDATE triage_queue SET attempts = attempts + 1, next_at = $1, leased_until = 0 WHERE message_id = $2 AND leased_until = $3",
+			millis(o.RetryAt), o.MessageRow, lease)
+		return tag.RowsAffected() == 1, err
+	}
+	// The queue row is locked, and its lease checked again once a claim that held it has
+	// committed: of two processes finishing one message, or one finishing it while another
+	// claims it, the second finds it gone or no longer its.
 	var accountID string
 	var charged *string
 	err := w.queryRow(`SELECT i.account_id, q.charged_period FROM triage_queue q JOIN messages m ON m.id = q.message_id
-		JOIN inboxes i ON i.id = m.inbox_id WHERE q.message_id = $1 FOR UPDATE OF q`, o.MessageRow).Scan(&accountID, &charged)
+		JOIN inboxes i ON i.id = m.inbox_id WHERE q.message_id = $1 AND q.leased_until = $2 FOR UPDATE OF q`, o.MessageRow, lease).Scan(&accountID, &charged)
 	if noRows(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := w.exec("DELETE FROM triage_queue WHERE message_id = $1", o.MessageRow); err != nil {
-		return err
+		return false, err
 	}
 	if o.Result.Status == db.TriageFailed && charged != nil {
 		if _, err := w.exec(`UPDATE usage SET used = GREATEST(used - 1, 0) WHERE account_id = $1 AND period = $2 AND feature = $3`,
 			accountID, *charged, db.FeatureTriage); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return w.setTriage(o.MessageRow, o.Result)
+	return true, w.setTriage(o.MessageRow, o.Result)
 }
 
 // TriageQueueLen reports how many messages wait for triage (quarantined ones included).

@@ -11,7 +11,8 @@ import (
 // process is claiming right now is passed over, not waited for) and leases them for
 // triageLease (leased_until), so no other process takes them while they are analyzed. A
 // process that dies mid-analysis leaves its rows to be claimed again once the lease has
-// run out; FinishTriage takes the row off the queue, or clears the lease with a retry.
+// run out; FinishTriage takes the row off the queue, or clears the lease with a retry,
+// only while the row is still leased to the claim the outcome belongs to.
 
 // triageLease is how long a claimed message is left to the process that claimed it: far
 // longer than an analysis takes (a provider call is bounded well below it). A claim waits

@@ -117,49 +117,61 @@ func setTriage(ctx context.Context, tx *sql.Tx, rowID int64, t *db.Triage) error
 
 // FinishTriage records outcomes of analyses, all in one transaction. A result is stored
 // with its filter columns and the message leaves the queue; a failed analysis gives back
-// the triage unit it spent. A retry counts the failed attempt and reschedules. An outcome
-// for a message no longer queued (deleted meanwhile) changes nothing.
-func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) error {
-	for _, o := range outcomes {
-		if o.Result != nil && o.Result.Status != db.TriageComplete && o.Result.Status != db.TriageFailed {
-			return errors.New("db: a triage result is complete or failed")
-		}
+// the triage unit it spent. A retry counts the failed attempt and reschedules. SQLite's
+// claims lease nothing: one process works the queue, and its worker claims no message it
+// holds, so a claim holds until its message leaves the queue. An outcome for a message no
+// longer queued (deleted meanwhile) changes nothing and is returned as not kept.
+func (s *Store) FinishTriage(ctx context.Context, outcomes []db.TriageOutcome) ([]int64, error) {
+	if err := db.CheckTriageOutcomes(outcomes); err != nil {
+		return nil, err
 	}
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	var notKept []int64
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		notKept = notKept[:0]
 		for _, o := range outcomes {
-			if err := finishTriage(ctx, tx, o); err != nil {
+			kept, err := finishTriage(ctx, tx, o)
+			if err != nil {
 				return err
+			}
+			if !kept {
+				notKept = append(notKept, o.MessageRow)
 			}
 		}
 		return nil
 	})
+	return notKept, err
 }
 
-func finishTriage(ctx context.Context, tx *sql.Tx, o db.TriageOutcome) error {
+// finishTriage records one outcome and reports whether its message was still queued.
+func finishTriage(ctx context.Context, tx *sql.Tx, o db.TriageOutcome) (bool, error) {
 	if o.Result == nil {
-		_, err := tx.ExecContext(ctx, "UPDATE triage_queue SET attempts = attempts + 1, next_at = ? WHERE message_id = ?", millis(o.RetryAt), o.MessageRow)
-		return err
+		res, err := tx.ExecContext(ctx, "UPDATE triage_queue SET attempts = attempts + 1, next_at = ? WHERE message_id = ?", millis(o.RetryAt), o.MessageRow)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
 	}
 	var accountID string
 	var charged sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT i.account_id, q.charged_period FROM triage_queue q JOIN messages m ON m.id = q.message_id
 		JOIN inboxes i ON i.id = m.inbox_id WHERE q.message_id = ?`, o.MessageRow).Scan(&accountID, &charged)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM triage_queue WHERE message_id = ?", o.MessageRow); err != nil {
-		return err
+		return false, err
 	}
 	if o.Result.Status == db.TriageFailed && charged.Valid {
 		if _, err := tx.ExecContext(ctx, `UPDATE usage SET used = MAX(used - 1, 0) WHERE account_id = ? AND period = ? AND feature = ?`,
 			accountID, charged.String, db.FeatureTriage); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return setTriage(ctx, tx, o.MessageRow, o.Result)
+	return true, setTriage(ctx, tx, o.MessageRow, o.Result)
 }
 
 // TriageQueueLen reports how many messages wait for triage (quarantined ones included).

@@ -23,11 +23,66 @@ func (e *env) claim(limit int, skip ...int64) []db.TriageJob {
 	return jobs
 }
 
-func complete(row int64) db.TriageOutcome {
+// finishTriage records outcomes and returns the message rows of those not kept.
+func (e *env) finishTriage(outcomes ...db.TriageOutcome) []int64 {
+	e.Helper()
+	notKept, err := e.st.FinishTriage(e.ctx, outcomes)
+	e.Assert(err, qt.IsNil)
+	return notKept
+}
+
+// complete, failed and retry are the outcomes of an analysis of j, made by j's claim.
+func complete(j db.TriageJob) db.TriageOutcome {
 	yes := true
-	return db.TriageOutcome{MessageRow: row, Result: &db.Triage{Status: db.TriageComplete, Version: 1,
+	o := j.Outcome()
+	o.Result = &db.Triage{Status: db.TriageComplete, Version: 1,
 		Category:   &db.TriageCategory{Value: "personal", Confidence: 0.9, Probabilities: map[string]float64{"personal": 0.9}},
-		NeedsReply: &db.TriageNeedsReply{Value: &yes, Probability: 0.8}}}
+		NeedsReply: &db.TriageNeedsReply{Value: &yes, Probability: 0.8}}
+	return o
+}
+
+func failed(j db.TriageJob) db.TriageOutcome {
+	o := j.Outcome()
+	o.Result = &db.Triage{Status: db.TriageFailed, Code: "provider_error"}
+	return o
+}
+
+func retry(at time.Time) func(db.TriageJob) db.TriageOutcome {
+	return func(j db.TriageJob) db.TriageOutcome {
+		o := j.Outcome()
+		o.RetryAt = at
+		return o
+	}
+}
+
+// outcomeKind is an outcome a claim may record, by name.
+type outcomeKind struct {
+	name string
+	of   func(db.TriageJob) db.TriageOutcome
+}
+
+// eachOutcomeKind receives a message into an inbox of a free account for each kind of
+// outcome (a retry due at retryAt), claims it and hands the claim to check.
+func (e *env) eachOutcomeKind(retryAt time.Time, check func(kind outcomeKind, in *db.Inbox, id string, claim db.TriageJob)) {
+	e.account("bee", "free")
+	in := e.newInbox("bee", "b@x.test")
+	for _, kind := range []outcomeKind{{"complete", complete}, {"failed", failed}, {"retry", retry(retryAt)}} {
+		id := "<" + kind.name + "@far.test>"
+		e.receive(e.queued(in, id))
+		jobs := e.claim(10)
+		e.Assert(jobs, qt.HasLen, 1)
+		check(kind, in, id, jobs[0])
+	}
+}
+
+// notKept records a late outcome of claim and checks that it changed nothing: the message
+// keeps its triage status, the account its usage.
+func (e *env) notKept(late db.TriageOutcome, in *db.Inbox, id string, status string) {
+	e.Helper()
+	used := triageUsed(e, in.AccountID)
+	e.Assert(e.finishTriage(late), qt.DeepEquals, []int64{late.MessageRow}, qt.Commentf("%s", id))
+	e.Assert(e.message(in, id).Triage.Status, qt.Equals, status, qt.Commentf("%s", id))
+	e.Assert(triageUsed(e, in.AccountID), qt.Equals, used, qt.Commentf("%s: a unit given back", id))
 }
 
 func triageTests() []test {
@@ -83,7 +138,7 @@ func triageTests() []test {
 		{"a result takes the message off the queue", func(e *env) {
 			e.receive(e.queued(e.inbox, "<t1@far.test>"))
 			jobs := e.claim(10)
-			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{complete(jobs[0].MessageRow)}), qt.IsNil)
+			e.Assert(e.finishTriage(complete(jobs[0])), qt.HasLen, 0)
 			e.Assert(e.queueLen(), qt.Equals, int64(0))
 			_, ok := e.nextDue()
 			e.Assert(ok, qt.IsFalse)
@@ -98,12 +153,12 @@ func triageTests() []test {
 			in := e.newInbox("bee", "b@x.test")
 			e.receive(e.queued(in, "<t1@far.test>"))
 			jobs := e.claim(10)
-			retry := e.clock().Add(time.Minute)
-			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{{MessageRow: jobs[0].MessageRow, RetryAt: retry}}), qt.IsNil)
+			at := e.clock().Add(time.Minute)
+			e.Assert(e.finishTriage(retry(at)(jobs[0])), qt.HasLen, 0)
 			e.Assert(e.claim(10), qt.HasLen, 0)
 			due, ok := e.nextDue()
 			e.Assert(ok, qt.IsTrue)
-			e.Assert(due.Equal(retry), qt.IsTrue, qt.Commentf("due %v, want %v", due, retry))
+			e.Assert(due.Equal(at), qt.IsTrue, qt.Commentf("due %v, want %v", due, at))
 			e.advance(time.Minute)
 			jobs = e.claim(10)
 			e.Assert(jobs, qt.HasLen, 1)
@@ -116,10 +171,35 @@ func triageTests() []test {
 			e.receive(e.queued(in, "<t1@far.test>"))
 			jobs := e.claim(10)
 			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
-			failed := db.TriageOutcome{MessageRow: jobs[0].MessageRow, Result: &db.Triage{Status: db.TriageFailed, Code: "provider_error"}}
-			e.Assert(e.st.FinishTriage(e.ctx, []db.TriageOutcome{failed}), qt.IsNil)
+			e.Assert(e.finishTriage(failed(jobs[0])), qt.HasLen, 0)
 			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(0))
 			e.Assert(e.message(in, "<t1@far.test>").Triage.Status, qt.Equals, db.TriageFailed)
+		}},
+		{"an outcome for a message that left the queue is not kept", func(e *env) {
+			e.eachOutcomeKind(e.clock().Add(time.Minute), func(late outcomeKind, in *db.Inbox, id string, claim db.TriageJob) {
+				e.Assert(e.finishTriage(complete(claim)), qt.HasLen, 0)
+				e.notKept(late.of(claim), in, id, db.TriageComplete)
+				e.Assert(e.queueLen(), qt.Equals, int64(0))
+			})
+		}},
+		{"a claim taken over once its lease ran out is not undone by the late process", func(e *env) {
+			e.eachOutcomeKind(e.clock().Add(time.Hour), func(late outcomeKind, in *db.Inbox, id string, first db.TriageJob) {
+				if first.LeaseEnds.IsZero() {
+					e.Skip("the store's claims lease nothing: its one process works the queue alone")
+				}
+				e.advance(first.LeaseEnds.Sub(e.clock()) + time.Second)
+				taken := e.claim(10)
+				e.Assert(taken, qt.HasLen, 1)
+				e.notKept(late.of(first), in, id, db.TriagePending)
+				e.Assert(e.claim(10), qt.HasLen, 0, qt.Commentf("%s: claimed while the taker holds it", id))
+				// The taker's retry counts one failed attempt, the late one none.
+				e.Assert(e.finishTriage(retry(e.clock())(taken[0])), qt.HasLen, 0)
+				again := e.claim(10)
+				e.Assert(again, qt.HasLen, 1)
+				e.Assert(again[0].Attempts, qt.Equals, 1, qt.Commentf("%s", id))
+				e.Assert(e.finishTriage(complete(again[0])), qt.HasLen, 0)
+				e.Assert(e.message(in, id).Triage.Status, qt.Equals, db.TriageComplete)
+			})
 		}},
 		{"a spent triage allowance leaves the message without triage", func(e *env) {
 			e.account("bee", "free")
@@ -134,7 +214,7 @@ func triageTests() []test {
 			e.account("bee", "free")
 			in := e.newInbox("bee", "b@x.test")
 			m := e.mail(in, "<pre@far.test>")
-			m.Triage, m.ChargeTriage = complete(0).Result, true
+			m.Triage, m.ChargeTriage = complete(db.TriageJob{}).Result, true
 			e.receive(m)
 			e.Assert(triageUsed(e, "bee"), qt.Equals, int64(1))
 			e.Assert(e.st.SetUsage(e.ctx, "bee", db.FeatureTriage, 500), qt.IsNil)

@@ -122,9 +122,7 @@ func (w *Worker) Run(ctx context.Context) {
 				}
 			}
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-			if err := w.Store.FinishTriage(fctx, batch); err != nil {
-				w.Log.Error("triage: store results", "messages", len(batch), "err", err)
-			}
+			w.finish(fctx, batch)
 			cancel()
 			mu.Lock()
 			for _, o := range batch {
@@ -176,6 +174,20 @@ func (w *Worker) Run(ctx context.Context) {
 	<-done
 }
 
+// finish stores a batch of outcomes. An outcome whose claim no longer held (another
+// process took the message over once this one's lease ran out) was not stored: that
+// process's analysis is the one that counts, so this one is only told of.
+func (w *Worker) finish(ctx context.Context, batch []db.TriageOutcome) {
+	notKept, err := w.Store.FinishTriage(ctx, batch)
+	if err != nil {
+		w.Log.Error("triage: store results", "messages", len(batch), "err", err)
+		return
+	}
+	if len(notKept) > 0 {
+		w.Log.Warn("triage: outcomes not kept, their messages were claimed again since", "messages", notKept)
+	}
+}
+
 // due reports whether a queued message is due: a cheap read, so an idle queue costs no
 // write transaction per poll.
 func (w *Worker) due(ctx context.Context) bool {
@@ -221,7 +233,7 @@ func (w *Worker) analyze(ctx context.Context, j db.TriageJob) (db.TriageOutcome,
 		return db.TriageOutcome{}, false
 	}
 	now := w.Now()
-	o := db.TriageOutcome{MessageRow: j.MessageRow}
+	o := j.Outcome()
 	if err == nil {
 		model := w.Provider.Model()
 		if s.Model != "" {
